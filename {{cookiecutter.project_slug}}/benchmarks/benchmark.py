@@ -1,0 +1,121 @@
+"""Times {{cookiecutter.op_name}} against the same math in eager PyTorch and under torch.compile.
+
+Each call is captured in a CUDA graph and its replays are timed with CUDA events (median), so the
+figures are GPU time, not Python overhead. Both ops are memory-bound, so the figures are reported
+as GB/s over the fewest bytes each direction must move (forward: read x, write y; backward: read
+the output gradient and the saved tensor, write the input gradient) and as a percentage of the
+device-to-device copy bandwidth measured in the same run.
+
+    python benchmarks/benchmark.py                       # default shapes, every built dtype
+    python benchmarks/benchmark.py --dtype bfloat16 --shape 8192x8192 --shape 65536x1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+
+import torch
+
+import {{cookiecutter.package_name}}
+from {{cookiecutter.package_name}}.reference import {{cookiecutter.op_name}}_reference
+
+DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in [{{cookiecutter.__py_dtypes}}]}
+DEFAULT_SHAPES = ["65536x1024", "16384x4096", "8192x8192", "4096x16384", "8191x8191"]
+SCALE = 0.75
+COPY_BYTES = 1 << 30
+
+
+def time_ms(fn: Callable[[], object], replays: int) -> float:
+    """Median GPU time of one call of fn, from CUDA-graph replays timed with CUDA events."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # warm-up: compilation, autotuning, allocator growth
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    times = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def copy_bandwidth(replays: int) -> float:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written."""
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    ms = time_ms(lambda: dst.copy_(src), replays)
+    return 2 * COPY_BYTES / ms / 1e6
+
+
+def forward_and_backward(fn, x, grad_out):
+    """Closures timing the forward alone and the forward plus autograd backward of fn."""
+
+    def forward():
+        with torch.no_grad():
+            return fn(x, SCALE)
+
+    def forward_backward():
+        return torch.autograd.grad(fn(x, SCALE), x, grad_out)
+
+    return forward, forward_backward
+
+
+def check(dtype: torch.dtype, x: torch.Tensor) -> None:
+    """Refuse to time a kernel that disagrees with the float64 reference on this input."""
+    sample = x[:64].detach()
+    expected = {{cookiecutter.op_name}}_reference(sample.double(), SCALE).to(dtype)
+    tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(dtype, 2e-5)
+    torch.testing.assert_close({{cookiecutter.package_name}}.{{cookiecutter.op_name}}(sample, SCALE), expected,
+                               rtol=tolerance, atol=tolerance)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", help="repeatable; default: all built")
+    parser.add_argument("--shape", action="append", help="ROWSxCOLS, repeatable; default: %(default)s")
+    parser.add_argument("--replays", type=int, default=50)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("benchmark.py needs a CUDA GPU")
+
+    copy_gbs = copy_bandwidth(args.replays)
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, copy bandwidth {copy_gbs:.0f} GB/s")
+    implementations = {
+        "{{cookiecutter.op_name}}": {{cookiecutter.package_name}}.{{cookiecutter.op_name}},
+        "eager": {{cookiecutter.op_name}}_reference,
+        "compile": torch.compile({{cookiecutter.op_name}}_reference),
+    }
+    header = f"{'dtype':>9} {'shape':>12} {'impl':>18} {'fwd GB/s':>9} {'fwd %':>6} {'bwd GB/s':>9} {'bwd %':>6}"
+    print(header)
+    print("-" * len(header))
+    for dtype_name in args.dtype or list(DTYPES):
+        dtype = DTYPES[dtype_name]
+        for shape_text in args.shape or DEFAULT_SHAPES:
+            shape = tuple(int(s) for s in shape_text.split("x"))
+            x = torch.randn(shape, device="cuda", dtype=dtype).requires_grad_()
+            grad_out = torch.randn_like(x)
+            check(dtype, x)
+            nbytes = x.numel() * x.element_size()
+            for name, fn in implementations.items():
+                forward, forward_backward = forward_and_backward(fn, x, grad_out)
+                fwd_ms = time_ms(forward, args.replays)
+                bwd_ms = max(time_ms(forward_backward, args.replays) - fwd_ms, 1e-6)
+                fwd_gbs = 2 * nbytes / fwd_ms / 1e6
+                bwd_gbs = 3 * nbytes / bwd_ms / 1e6
+                print(f"{dtype_name:>9} {shape_text:>12} {name:>18} {fwd_gbs:9.0f} {100 * fwd_gbs / copy_gbs:6.1f}"
+                      f" {bwd_gbs:9.0f} {100 * bwd_gbs / copy_gbs:6.1f}")
+
+
+if __name__ == "__main__":
+    main()

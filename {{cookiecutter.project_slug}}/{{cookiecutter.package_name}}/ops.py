@@ -1,0 +1,27 @@
+"""The public {{cookiecutter.op_name}} function."""
+
+from __future__ import annotations
+
+import torch
+
+from . import _registration
+
+
+def {{cookiecutter.op_name}}(x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """Return ``{{cookiecutter.__math}}``, computed by the custom kernel.
+
+    Differentiable with respect to ``x``. Works on CUDA tensors (and CPU tensors when the
+    project has a CPU kernel) of dtype {{cookiecutter.__dtypes}}; float16 and bfloat16 are
+    computed in float32. Non-contiguous inputs are copied to contiguous memory first.
+
+    Args:
+        x: the input tensor.
+        scale: a constant factor; no gradient flows to it.
+
+    Returns:
+        A new contiguous tensor with the shape, dtype and device of ``x``.
+
+    Raises:
+        RuntimeError: for an unsupported device or dtype, with what to do instead.
+    """
+    return _registration.forward(x, float(scale))
