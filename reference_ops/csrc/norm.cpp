@@ -141,6 +141,25 @@ namespace {
 // Rows per parallel task: about 32K elements of work each.
 constexpr int64_t kGrainElems = 32768;
 
+// Elements summed sequentially before adding into the row total (two-level
+// summation keeps float rounding error near (kSumBlock + N / kSumBlock) * eps).
+constexpr int64_t kSumBlock = 256;
+
+// Sums f(c) over c in [0, n) in blocks of kSumBlock.
+template <typename acc_t, typename F>
+acc_t blocked_sum(int64_t n, const F& f) {
+  acc_t total = acc_t(0);
+  for (int64_t begin = 0; begin < n; begin += kSumBlock) {
+    const int64_t end = std::min(n, begin + kSumBlock);
+    acc_t block = acc_t(0);
+    for (int64_t c = begin; c < end; ++c) {
+      block += f(c);
+    }
+    total += block;
+  }
+  return total;
+}
+
 // Fixed number of row chunks whose dweight / dbias partials are added in order.
 constexpr int64_t kBwdChunks = 32;
 
@@ -168,18 +187,12 @@ void norm_fwd_typed(
   at::parallel_for(0, shape.rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const T* xr = xp + row * cols;
-      acc_t m = acc_t(0);
-      if (!rms) {
-        for (int64_t c = 0; c < cols; ++c) {
-          m += static_cast<acc_t>(xr[c]);
-        }
-        m *= inv_cols;
-      }
-      acc_t sq = acc_t(0);
-      for (int64_t c = 0; c < cols; ++c) {
+      const acc_t m = rms ? acc_t(0)
+                          : blocked_sum<acc_t>(cols, [&](int64_t c) { return static_cast<acc_t>(xr[c]); }) * inv_cols;
+      const acc_t sq = blocked_sum<acc_t>(cols, [&](int64_t c) {
         const acc_t d = static_cast<acc_t>(xr[c]) - m;
-        sq += d * d;
-      }
+        return d * d;
+      });
       const acc_t r = acc_t(1) / std::sqrt(sq * inv_cols + static_cast<acc_t>(eps));
       if (mp != nullptr) {
         mp[row] = m;
@@ -235,14 +248,12 @@ void norm_bwd_typed(
         const T* gr = dyp + row * cols;
         const acc_t m = mp != nullptr ? mp[row] : acc_t(0);
         const acc_t r = rp[row];
-        acc_t sum_g = acc_t(0);
-        acc_t sum_gx = acc_t(0);
-        for (int64_t c = 0; c < cols; ++c) {
-          const acc_t w = wp != nullptr ? static_cast<acc_t>(wp[c]) : acc_t(1);
-          const acc_t g = static_cast<acc_t>(gr[c]) * w;
-          sum_g += g;
-          sum_gx += g * (static_cast<acc_t>(xr[c]) - m) * r;
-        }
+        const auto g_at = [&](int64_t c) {
+          return static_cast<acc_t>(gr[c]) * (wp != nullptr ? static_cast<acc_t>(wp[c]) : acc_t(1));
+        };
+        const acc_t sum_g = blocked_sum<acc_t>(cols, g_at);
+        const acc_t sum_gx =
+            blocked_sum<acc_t>(cols, [&](int64_t c) { return g_at(c) * (static_cast<acc_t>(xr[c]) - m) * r; });
         const acc_t mean_g = mp != nullptr ? sum_g * inv_cols : acc_t(0);
         const acc_t mean_gx = sum_gx * inv_cols;
         T* dxr = dxp + row * cols;

@@ -64,7 +64,7 @@ __device__ __forceinline__ void zero_pack(Pack<T, kVec>& p) {
 // -----------------------------------------------------------------------------
 
 template <typename T, typename W, int kVec, int kPacks>
-__global__ void __launch_bounds__(kBwdThreads) norm_bwd_kernel(
+__global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_kernel(
     const T* __restrict__ dy,
     const T* __restrict__ x,
     const at::opmath_type<T>* __restrict__ mean,
@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kBwdThreads) norm_bwd_kernel(
 }
 
 template <typename T, typename W, int kVec>
-__global__ void __launch_bounds__(kWideStatsThreads) norm_bwd_row_stats_kernel(
+__global__ void __launch_bounds__(kWideStatsThreads, 1) norm_bwd_row_stats_kernel(
     const T* __restrict__ dy,
     const T* __restrict__ x,
     const at::opmath_type<T>* __restrict__ mean,

@@ -4,8 +4,8 @@
 // One kernel family serves both ops (RMSNorm is LayerNorm without centring and
 // bias), chosen by row width in dispatch_norm_fwd:
 //   * norm_fwd_kernel: the row lives in registers, in x's own dtype, spread
-//     over threads_per_row threads (a power of two, 1..1024); rows of up to
-//     8 packs per thread. Statistics use the exact two-pass formula over the
+//     over threads_per_row threads (a power of two, 1..1024), up to 64 bytes
+//     (and 8 packs) per thread. Statistics use the exact two-pass formula over the
 //     registers: mean = sum(x)/N, var = sum((x-mean)^2)/N.
 //   * norm_fwd_uncached_kernel: wider rows; one block per row reads the row
 //     twice (the second read mostly hits L2). Statistics use shifted sums
@@ -29,8 +29,9 @@ namespace {
 // threads_per_row: four 16-byte loads in flight per thread.
 constexpr int64_t kTargetPacksPerThread = 4;
 
-// Largest packs_per_thread of the register kernel; wider rows go uncached.
-constexpr int kMaxPacksPerThread = 8;
+// Bytes of the row one thread of the register kernel holds (at most 8 packs):
+// beyond 64 bytes ptxas spills at the 64-register cap of 1024-thread blocks.
+constexpr int kMaxRowBytesPerThread = 64;
 
 // Block size of the uncached kernel (one row per block).
 constexpr int kUncachedThreads = 1024;
@@ -40,7 +41,7 @@ constexpr int kUncachedThreads = 1024;
 // -----------------------------------------------------------------------------
 
 template <typename T, typename W, int kVec, int kPacks>
-__global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_kernel(
+__global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
     const W* __restrict__ bias,
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_kernel(
 }
 
 template <typename T, typename W, int kVec>
-__global__ void __launch_bounds__(kUncachedThreads) norm_fwd_uncached_kernel(
+__global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
     const W* __restrict__ bias,
@@ -246,8 +247,9 @@ struct FwdArgs {
 template <typename T, typename W, int kVec>
 void launch_norm_fwd(const FwdArgs<T, W>& a) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  constexpr int kMaxPacks = std::max<int>(1, std::min<int>(8, kMaxRowBytesPerThread / (kVec * sizeof(T))));
   const RowConfig cfg = choose_row_config(a.cols / kVec, kTargetPacksPerThread, kMaxThreadsPerRow);
-  if (cfg.packs_per_thread > kMaxPacksPerThread) {
+  if (cfg.packs_per_thread > kMaxPacks) {
     auto kernel = norm_fwd_uncached_kernel<T, W, kVec>;
     const int64_t grid = std::min(a.rows, resident_blocks(kernel, kUncachedThreads, 0));
     kernel<<<grid, kUncachedThreads, 0, stream>>>(
@@ -256,14 +258,19 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
     return;
   }
   packs_switch(cfg.packs_per_thread, [&](auto packs) {
-    auto kernel = norm_fwd_kernel<T, W, kVec, decltype(packs)::value>;
-    // Rows wider than a warp take a whole block; narrower rows share one.
-    const int block = cfg.threads_per_row <= 32 ? kRowsBlockThreads : cfg.threads_per_row;
-    const int64_t groups = block / cfg.threads_per_row;
-    const int64_t grid = std::min((a.rows + groups - 1) / groups, resident_blocks(kernel, block, 0));
-    kernel<<<grid, block, 0, stream>>>(
-        a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols, cfg.threads_per_row, a.eps, a.rms);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    constexpr int kPacks = decltype(packs)::value;
+    if constexpr (kPacks <= kMaxPacks) {
+      auto kernel = norm_fwd_kernel<T, W, kVec, kPacks>;
+      // Rows wider than a warp take a whole block; narrower rows share one.
+      const int block = cfg.threads_per_row <= 32 ? kRowsBlockThreads : cfg.threads_per_row;
+      const int64_t groups = block / cfg.threads_per_row;
+      const int64_t grid = std::min((a.rows + groups - 1) / groups, resident_blocks(kernel, block, 0));
+      kernel<<<grid, block, 0, stream>>>(
+          a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols, cfg.threads_per_row, a.eps, a.rms);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    } else {
+      TORCH_CHECK(false, "reference_ops: internal error, forward packs per thread ", kPacks);
+    }
   });
 }
 

@@ -1,0 +1,286 @@
+#!/usr/bin/env python
+"""Forward / backward bandwidth of reference_ops.layer_norm and rms_norm against torch eager
+(F.layer_norm / F.rms_norm) and torch.compile of the same function.
+
+Method:
+  * copy bandwidth measured in the same run: dst.copy_(src) on 1 GiB, counting read + write;
+  * each timed call is captured in a CUDA graph, replays timed with CUDA events, median;
+  * forward bytes 2*M*N*s (read x, write y); backward bytes 3*M*N*s (read x, dy; write dx);
+    backward time = time(forward + autograd backward incl. dweight/dbias) - time(forward);
+  * the large shapes move >= 256 MiB per forward call (no L2 reuse); the few-row shapes
+    measure latency (reported in microseconds);
+  * every result (y, dx, dweight, dbias) is checked against a float64 reference each run.
+
+Usage: python benchmarks/bench.py [--dtypes bf16,fp16,fp32] [--ops layer_norm,rms_norm]
+       [--no-compile] [--quick] [--out DIR]
+Writes bench.csv and (when matplotlib is available) bench.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import reference_ops  # noqa: E402
+
+LARGE_SHAPES = [
+    (131072, 512),
+    (65536, 1024),
+    (32768, 2048),
+    (16384, 4096),
+    (8192, 8192),
+    (4096, 16384),
+    (2048, 32768),
+    (1024, 65536),
+    (16384, 4095),
+    (8192, 8191),
+]
+LATENCY_SHAPES = [(1, 4096), (8, 4096), (64, 4096), (64, 1024)]
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+# Relative error (||out - ref|| / ||ref||) accepted against the float64 reference.
+REL_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
+EPS = 1e-5
+
+
+def median_ms(fn, calls_per_graph: int, replays: int) -> float:
+    """Median time of one fn() call: fn captured calls_per_graph times in a CUDA graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls_per_graph):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(replays):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls_per_graph)
+    del graph
+    return statistics.median(times)
+
+
+def copy_bandwidth_gbps() -> float:
+    n = (1 << 30) // 4
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    ms = median_ms(lambda: dst.copy_(src), 1, 50)
+    del src, dst
+    return 2 * (1 << 30) / (ms * 1e-3) / 1e9
+
+
+def make_fns(op: str, n: int, compile_fn: bool):
+    if op == "layer_norm":
+        ours = lambda x, w, b: reference_ops.layer_norm(x, (n,), w, b, EPS)  # noqa: E731
+        eager = lambda x, w, b: F.layer_norm(x, (n,), w, b, EPS)  # noqa: E731
+    else:
+        ours = lambda x, w, b: reference_ops.rms_norm(x, (n,), w, EPS)  # noqa: E731
+        eager = lambda x, w, b: F.rms_norm(x, (n,), w, EPS)  # noqa: E731
+    fns = {"ours": ours, "eager": eager}
+    if compile_fn:
+        if op == "layer_norm":
+
+            def compiled_src(x, w, b):
+                return F.layer_norm(x, (n,), w, b, EPS)
+
+        else:
+
+            def compiled_src(x, w, b):
+                return F.rms_norm(x, (n,), w, EPS)
+
+        fns["compile"] = torch.compile(compiled_src, fullgraph=True, dynamic=False)
+    return fns
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out = out.double()
+    if not torch.isfinite(out).all():
+        return float("inf")
+    return ((out - ref).norm() / ref.norm()).item()
+
+
+def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
+    torch.manual_seed(m * 131 + n)
+    x = (torch.randn(m, n, device="cuda") * 1.5 + 0.5).to(dtype).requires_grad_()
+    w = (torch.randn(n, device="cuda") * 0.5 + 1.0).to(dtype).requires_grad_()
+    b = torch.randn(n, device="cuda").to(dtype).requires_grad_() if op == "layer_norm" else None
+    dy = torch.randn(m, n, device="cuda").to(dtype)
+    params = [t for t in (x, w, b) if t is not None]
+
+    # float64 reference (once per case)
+    ref_leaves = [t.detach().double().requires_grad_() for t in params]
+    ref_fn = make_fns(op, n, False)["eager"]
+    y_ref = ref_fn(ref_leaves[0], ref_leaves[1], ref_leaves[2] if b is not None else None)
+    g_ref = torch.autograd.grad(y_ref, ref_leaves, dy.double())
+    y_ref = y_ref.detach()
+
+    s = x.element_size()
+    latency = m * n * s * 2 < (256 << 20)
+    calls = 20 if latency else 1
+    rows = []
+    for impl, fn in make_fns(op, n, compile_fn).items():
+        t0 = time.perf_counter()
+        y = fn(x, w, b)
+        grads = torch.autograd.grad(y, params, dy)
+        torch.cuda.synchronize()
+        first_call_s = time.perf_counter() - t0
+        err = max([rel_err(y, y_ref)] + [rel_err(g, r) for g, r in zip(grads, g_ref)])
+        ok = err <= REL_TOL[dtype]
+        del y, grads
+
+        def fwd():
+            with torch.no_grad():
+                fn(x, w, b)
+
+        def fwd_bwd():
+            y = fn(x, w, b)
+            torch.autograd.grad(y, params, dy)
+
+        t_fwd = median_ms(fwd, calls, replays)
+        t_all = median_ms(fwd_bwd, calls, replays)
+        t_bwd = max(t_all - t_fwd, 1e-9)
+        fwd_gbps = 2 * m * n * s / (t_fwd * 1e-3) / 1e9
+        bwd_gbps = 3 * m * n * s / (t_bwd * 1e-3) / 1e9
+        rows.append(
+            dict(
+                op=op,
+                dtype=str(dtype).replace("torch.", ""),
+                M=m,
+                N=n,
+                impl=impl,
+                fwd_us=t_fwd * 1e3,
+                bwd_us=t_bwd * 1e3,
+                fwd_GBps=fwd_gbps,
+                bwd_GBps=bwd_gbps,
+                fwd_pct_copy=100 * fwd_gbps / copy_gbps,
+                bwd_pct_copy=100 * bwd_gbps / copy_gbps,
+                max_rel_err=err,
+                ok=ok,
+                latency_case=latency,
+                first_call_s=first_call_s,
+            )
+        )
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_table(rows, copy_gbps):
+    print(f"\ncopy bandwidth (read + write, 1 GiB): {copy_gbps:.0f} GB/s")
+    print("large shapes: GB/s (% of copy bandwidth); few-row shapes: microseconds per call")
+    hdr = f"{'op':<10} {'dtype':<8} {'MxN':>12} | {'ours fwd':>15} {'ours bwd':>15} | {'eager fwd':>15} {'eager bwd':>15} | {'compile fwd':>15} {'compile bwd':>15} | ok"
+    print(hdr)
+    print("-" * len(hdr))
+    keyed = {}
+    for r in rows:
+        keyed.setdefault((r["op"], r["dtype"], r["M"], r["N"]), {})[r["impl"]] = r
+    for (op, dtype, m, n), impls in keyed.items():
+        cells = []
+        for impl in ("ours", "eager", "compile"):
+            r = impls.get(impl)
+            for d in ("fwd", "bwd"):
+                if r is None:
+                    cells.append(f"{'-':>15}")
+                elif r["latency_case"]:
+                    cells.append(f"{r[d + '_us']:>12.1f} us")
+                else:
+                    cells.append(f"{r[d + '_GBps']:>7.0f} ({r[d + '_pct_copy']:>3.0f}%)")
+        ok = all(r["ok"] for r in impls.values())
+        print(
+            f"{op:<10} {dtype:<8} {f'{m}x{n}':>12} | {cells[0]} {cells[1]} | {cells[2]} {cells[3]} | {cells[4]} {cells[5]} | {'ok' if ok else 'FAIL'}"
+        )
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not available: no plot")
+        return
+    large = [r for r in rows if not r["latency_case"]]
+    panels = sorted({(r["op"], r["dtype"]) for r in large})
+    if not panels:
+        return
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.5 * len(panels), 7), squeeze=False)
+    for col, (op, dtype) in enumerate(panels):
+        for row, d in enumerate(("fwd", "bwd")):
+            ax = axes[row][col]
+            for impl, style in (("ours", "o-"), ("eager", "s--"), ("compile", "^:")):
+                pts = [r for r in large if r["op"] == op and r["dtype"] == dtype and r["impl"] == impl]
+                if pts:
+                    ax.plot([f"{r['M']}x{r['N']}" for r in pts], [r[d + "_pct_copy"] for r in pts], style, label=impl)
+            ax.set_title(f"{op} {dtype} {d}")
+            ax.set_ylabel("% of copy bandwidth")
+            ax.set_ylim(0, 110)
+            ax.tick_params(axis="x", rotation=70, labelsize=7)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtypes", default="bf16,fp16,fp32")
+    parser.add_argument("--ops", default="layer_norm,rms_norm")
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    parser.add_argument("--quick", action="store_true", help="fewer replays")
+    parser.add_argument("--no-latency", action="store_true", help="skip the few-row shapes")
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        sys.exit("bench.py needs a CUDA GPU")
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 10_000)
+    replays = 10 if args.quick else 30
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    copy_gbps = copy_bandwidth_gbps()
+    print(f"copy bandwidth: {copy_gbps:.0f} GB/s", flush=True)
+    shapes = LARGE_SHAPES + ([] if args.no_latency else LATENCY_SHAPES)
+    rows = []
+    started = time.perf_counter()
+    for op in args.ops.split(","):
+        for dname in args.dtypes.split(","):
+            for m, n in shapes:
+                case = bench_case(op, DTYPES[dname], m, n, not args.no_compile, copy_gbps, replays)
+                rows.extend(case)
+                brief = " ".join(
+                    f"{r['impl']}:{r['fwd_pct_copy']:.0f}%/{r['bwd_pct_copy']:.0f}%{'' if r['ok'] else ' FAIL'}"
+                    for r in case
+                )
+                print(f"[{time.perf_counter() - started:6.0f}s] {op} {dname} {m}x{n} {brief}", flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    csv_path = os.path.join(args.out, "bench.csv")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {csv_path}")
+    plot(rows, os.path.join(args.out, "bench.png"))
+    print_table(rows, copy_gbps)
+    if not all(r["ok"] for r in rows):
+        sys.exit("some results differ from the float64 reference")
+
+
+if __name__ == "__main__":
+    main()
