@@ -328,9 +328,18 @@ __global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
 }
 
 // out[c] = sum over p of part[p][c], in a fixed order (slices, then the tile).
+// blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch for both.
 template <typename acc_t, typename W>
-__global__ void column_sum_kernel(const acc_t* __restrict__ part, W* __restrict__ out, int64_t parts, int64_t cols) {
+__global__ void column_sum_kernel(
+    const acc_t* __restrict__ part0,
+    W* __restrict__ out0,
+    const acc_t* __restrict__ part1,
+    W* __restrict__ out1,
+    int64_t parts,
+    int64_t cols) {
   __shared__ acc_t tile[kSumSlices][kSumCols + 1];
+  const acc_t* __restrict__ part = blockIdx.y == 0 ? part0 : part1;
+  W* __restrict__ out = blockIdx.y == 0 ? out0 : out1;
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kSumCols + threadIdx.x;
   acc_t v = acc_t(0);
   if (c < cols) {
@@ -374,16 +383,15 @@ template <typename T, typename W>
 void launch_column_sums(const BwdArgs<T, W>& a, const at::Tensor& dw_part, const at::Tensor& db_part, int64_t parts) {
   using acc_t = at::opmath_type<T>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  const acc_t* part0 = a.dweight != nullptr ? dw_part.const_data_ptr<acc_t>() : db_part.const_data_ptr<acc_t>();
+  W* out0 = a.dweight != nullptr ? a.dweight : a.dbias;
+  const bool both = a.dweight != nullptr && a.dbias != nullptr;
+  const acc_t* part1 = both ? db_part.const_data_ptr<acc_t>() : nullptr;
+  W* out1 = both ? a.dbias : nullptr;
   const dim3 block(kSumCols, kSumSlices);
-  const dim3 grid(static_cast<unsigned>((a.cols + kSumCols - 1) / kSumCols));
-  if (a.dweight != nullptr) {
-    column_sum_kernel<acc_t, W><<<grid, block, 0, stream>>>(dw_part.const_data_ptr<acc_t>(), a.dweight, parts, a.cols);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-  if (a.dbias != nullptr) {
-    column_sum_kernel<acc_t, W><<<grid, block, 0, stream>>>(db_part.const_data_ptr<acc_t>(), a.dbias, parts, a.cols);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  const dim3 grid(static_cast<unsigned>((a.cols + kSumCols - 1) / kSumCols), both ? 2 : 1);
+  column_sum_kernel<acc_t, W><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, a.cols);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 template <typename acc_t>
@@ -419,7 +427,9 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
       a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(), a.dx,
       data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows, a.cols, rows_per_chunk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_column_sums(a, dw_part, db_part, used_chunks);
+  if (a.dweight != nullptr || a.dbias != nullptr) {
+    launch_column_sums(a, dw_part, db_part, used_chunks);
+  }
 }
 
 template <typename T, typename W, int kVec>
@@ -444,7 +454,9 @@ void launch_norm_bwd(const BwdArgs<T, W>& a) {
           a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part),
           a.rows, a.cols, cfg.threads_per_row);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
-      launch_column_sums(a, dw_part, db_part, grid);
+      if (a.dweight != nullptr || a.dbias != nullptr) {
+        launch_column_sums(a, dw_part, db_part, grid);
+      }
     } else {
       TORCH_CHECK(false, "reference_ops: internal error, backward packs per thread ", kPacks);
     }

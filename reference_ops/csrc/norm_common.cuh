@@ -51,9 +51,10 @@ __device__ __forceinline__ U group_sum(U v, int width) {
   return v;
 }
 
-// Sum over the row group of `threads_per_row` threads. For groups wider than a
-// warp the whole block is one group: warp sums go through shared memory and the
-// first warp adds them in a fixed order. Every thread of the block must call it.
+// Sum over the row group of `threads_per_row` threads (a power of two; groups
+// wider than a warp are whole warps, several groups may share a block). Warp
+// sums go through shared memory and every thread adds its group's warp sums in
+// the same fixed order. Every thread of the block must call it.
 template <typename U>
 __device__ __forceinline__ U row_sum(U v, int threads_per_row, U* scratch /* [32] */) {
   if (threads_per_row <= 32) {
@@ -61,14 +62,16 @@ __device__ __forceinline__ U row_sum(U v, int threads_per_row, U* scratch /* [32
   }
   v = group_sum(v, 32);
   const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int num_warps = blockDim.x >> 5;
-  if (lane == 0) {
+  if ((threadIdx.x & 31) == 0) {
     scratch[warp] = v;
   }
   __syncthreads();
-  U total = lane < num_warps ? scratch[lane] : U(0);
-  total = group_sum(total, 32);
+  const int warps_per_group = threads_per_row >> 5;
+  const int first = warp - warp % warps_per_group;
+  U total = U(0);
+  for (int i = 0; i < warps_per_group; ++i) {
+    total += scratch[first + i];
+  }
   __syncthreads();
   return total;
 }
@@ -88,16 +91,18 @@ __device__ __forceinline__ Pair<U> row_sum2(Pair<U> v, int threads_per_row, U* s
   v.a = group_sum(v.a, 32);
   v.b = group_sum(v.b, 32);
   const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int num_warps = blockDim.x >> 5;
-  if (lane == 0) {
+  if ((threadIdx.x & 31) == 0) {
     scratch[warp] = v.a;
     scratch[32 + warp] = v.b;
   }
   __syncthreads();
-  Pair<U> total{lane < num_warps ? scratch[lane] : U(0), lane < num_warps ? scratch[32 + lane] : U(0)};
-  total.a = group_sum(total.a, 32);
-  total.b = group_sum(total.b, 32);
+  const int warps_per_group = threads_per_row >> 5;
+  const int first = warp - warp % warps_per_group;
+  Pair<U> total{U(0), U(0)};
+  for (int i = 0; i < warps_per_group; ++i) {
+    total.a += scratch[first + i];
+    total.b += scratch[32 + first + i];
+  }
   __syncthreads();
   return total;
 }
