@@ -12,7 +12,7 @@ Method:
   * every result (y, dx, dweight, dbias) is checked against a float64 reference each run.
 
 Usage: python benchmarks/bench.py [--dtypes bf16,fp16,fp32] [--ops layer_norm,rms_norm]
-       [--no-compile] [--quick] [--out DIR]
+       [--no-compile] [--no-latency] [--replays N] [--out DIR]
 Writes bench.csv and (when matplotlib is available) bench.png to --out.
 """
 
@@ -40,8 +40,8 @@ LARGE_SHAPES = [
     (4096, 16384),
     (2048, 32768),
     (1024, 65536),
-    (16384, 4095),
-    (8192, 8191),
+    (16416, 4095),  # odd-width neighbours; M chosen so a call still moves >= 256 MiB
+    (8208, 8191),
 ]
 LATENCY_SHAPES = [(1, 4096), (8, 4096), (64, 4096), (64, 1024)]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -243,7 +243,7 @@ def main():
     parser.add_argument("--dtypes", default="bf16,fp16,fp32")
     parser.add_argument("--ops", default="layer_norm,rms_norm")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
-    parser.add_argument("--quick", action="store_true", help="fewer replays")
+    parser.add_argument("--replays", type=int, default=30, help="timed graph replays per measurement")
     parser.add_argument("--no-latency", action="store_true", help="skip the few-row shapes")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
@@ -252,7 +252,7 @@ def main():
     for name in ("recompile_limit", "cache_size_limit"):
         if hasattr(torch._dynamo.config, name):
             setattr(torch._dynamo.config, name, 10_000)
-    replays = 10 if args.quick else 30
+    replays = args.replays
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     copy_gbps = copy_bandwidth_gbps()
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s", flush=True)
