@@ -1,6 +1,9 @@
 // Input checks and device routing for {{cookiecutter.op_name}}. Both the forward and the backward
 // op land here first, whichever way the op is registered, so every caller gets the same errors.
 #include "{{cookiecutter.op_name}}.h"
+{%- if cookiecutter.__cpu == 'True' %}
+#include "{{cookiecutter.op_name}}_cpu.h"
+{%- endif %}
 
 #include <c10/util/Exception.h>
 

@@ -1,4 +1,4 @@
-// Declarations shared by the checked entry points, the CUDA kernels and the CPU kernels.
+// The ops' checked entry points and their CUDA implementations.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -10,13 +10,10 @@ namespace {{cookiecutter.package_name}} {
 at::Tensor {{cookiecutter.op_name}}_fwd(const at::Tensor& x, double scale);
 at::Tensor {{cookiecutter.op_name}}_bwd(const at::Tensor& grad_out, const at::Tensor& saved, double scale);
 
-// Device implementations. Inputs are checked, contiguous and on one device; `saved` is what the
-// forward saved for the backward ({{cookiecutter.__saved}}).
+// CUDA implementations (the CPU ones are in {{cookiecutter.op_name}}_cpu.h when the project has them).
+// Inputs are checked, contiguous and on one device; `saved` is what the forward saved for the
+// backward ({{cookiecutter.__saved}}).
 at::Tensor {{cookiecutter.op_name}}_fwd_cuda(const at::Tensor& x, double scale);
 at::Tensor {{cookiecutter.op_name}}_bwd_cuda(const at::Tensor& grad_out, const at::Tensor& saved, double scale);
-{%- if cookiecutter.__cpu == 'True' %}
-at::Tensor {{cookiecutter.op_name}}_fwd_cpu(const at::Tensor& x, double scale);
-at::Tensor {{cookiecutter.op_name}}_bwd_cpu(const at::Tensor& grad_out, const at::Tensor& saved, double scale);
-{%- endif %}
 
 }  // namespace {{cookiecutter.package_name}}
