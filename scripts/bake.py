@@ -1,0 +1,200 @@
+"""Render, build and test projects from the template: every option combination, or some.
+
+    python scripts/bake.py list                               # the option matrix
+    python scripts/bake.py matrix --out .matrix --jobs 8      # render + build + full tests, all
+    python scripts/bake.py matrix --only elementwise-torch_library-f16-bf16-f64-cpu
+
+`matrix` renders each combination with cookiecutter, builds its CUDA extension in place
+(torch.utils.cpp_extension, ninja, nvcc), runs the project's own pytest suite and prints a
+pass/fail table. On a GPU machine pass --require-gpu: a combination then fails if any of its tests
+was skipped, so a missing GPU can never pass as success. The generator's tests import this module
+for the same render and build steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEMPLATE = Path(__file__).resolve().parents[1]
+
+# The answers that change what is generated; the rest only change names and text.
+MATRIX = {
+    "kernel": ["elementwise", "rowwise"],
+    "registration": ["torch_library", "pybind11"],
+    "float16": [True, False],
+    "bfloat16": [True, False],
+    "float64": [True, False],
+    "cpu_impl": [True, False],
+}
+# Fixed names for every combination, so identical sources are byte-identical across combinations.
+NAMES = {"project_name": "Matrix Op", "project_slug": "matrix-op", "package_name": "matrix_op"}
+
+
+def combinations() -> list[dict]:
+    return [dict(zip(MATRIX, values)) for values in itertools.product(*MATRIX.values())]
+
+
+def combo_id(options: dict) -> str:
+    flags = [("f16", "float16"), ("bf16", "bfloat16"), ("f64", "float64"), ("cpu", "cpu_impl")]
+    return "-".join([options["kernel"], options["registration"]] + [tag for tag, key in flags if options[key]])
+
+
+def render(options: dict, output_dir: Path, **answers) -> Path:
+    """Render one project with cookiecutter's API, as `cookiecutter --no-input` would."""
+    from cookiecutter.main import cookiecutter
+
+    return Path(cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(output_dir),
+                             extra_context={**options, **answers}))
+
+
+def expected_files(options: dict, package: str, op: str) -> set[str]:
+    """Every file a project with these options must contain, and nothing else."""
+    files = {
+        ".clang-format", ".github/workflows/ci.yml", ".gitignore", ".pre-commit-config.yaml",
+        "LICENSE", "README.md", "pyproject.toml", "setup.py", "benchmarks/benchmark.py",
+        f"csrc/{op}.h", f"csrc/{op}.cpp", f"csrc/{op}_cuda.cu", f"csrc/{op}_math.h", "csrc/registration.cpp",
+        f"{package}/__init__.py", f"{package}/_registration.py", f"{package}/modules.py",
+        f"{package}/ops.py", f"{package}/py.typed", f"{package}/reference.py",
+        "tests/support.py", f"tests/test_{op}.py",
+    }
+    if options["cpu_impl"]:
+        files |= {f"csrc/{op}_cpu.h", f"csrc/{op}_cpu.cpp"}
+    if options["registration"] == "torch_library":
+        files.add("tests/test_opcheck.py")
+    if options["float64"]:
+        files.add("tests/test_gradcheck.py")
+    return files
+
+
+def build_env(arch_list: str | None = None, jobs: int = 2) -> dict:
+    env = dict(os.environ, MAX_JOBS=str(jobs))
+    if arch_list:
+        env["TORCH_CUDA_ARCH_LIST"] = arch_list
+    return env
+
+
+def build(project: Path, env: dict, log: Path) -> subprocess.CompletedProcess:
+    """Build the project's extension in place, as the generated README's install does."""
+    with log.open("w") as out:
+        return subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=project, env=env,
+                              stdout=out, stderr=subprocess.STDOUT, check=False)
+
+
+@dataclass
+class TestCounts:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def run_tests(project: Path, log: Path, env: dict | None = None) -> TestCounts:
+    """Run the project's own pytest suite and count its outcomes from the JUnit report."""
+    report = log.with_suffix(".xml")
+    with log.open("w") as out:
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+                       cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+    counts = TestCounts()
+    if not report.exists():
+        counts.failed, counts.failures = 1, ["pytest wrote no report: see the log"]
+        return counts
+    for case in ET.parse(report).iter("testcase"):
+        outcome = {child.tag for child in case}
+        if outcome & {"failure", "error"}:
+            counts.failed += 1
+            counts.failures.append(f"{case.get('classname')}::{case.get('name')}")
+        elif "skipped" in outcome:
+            counts.skipped += 1
+        else:
+            counts.passed += 1
+    return counts
+
+
+@dataclass
+class Result:
+    combo: str
+    built: bool
+    build_s: float
+    tests: TestCounts | None
+    status: str
+
+
+def bake_one(options: dict, out: Path, env: dict, require_gpu: bool) -> Result:
+    name = combo_id(options)
+    root = out / name
+    shutil.rmtree(root, ignore_errors=True)
+    project = render(options, root, **NAMES)
+    start = time.monotonic()
+    built = build(project, env, out / "logs" / f"{name}.build.log").returncode == 0
+    build_s = time.monotonic() - start
+    if not built:
+        return Result(name, False, build_s, None, "BUILD FAILED")
+    tests = run_tests(project, out / "logs" / f"{name}.test.log")
+    ok = tests.failed == 0 and tests.passed > 0 and not (require_gpu and tests.skipped)
+    return Result(name, True, build_s, tests, "ok" if ok else "FAILED")
+
+
+def print_table(results: list[Result]) -> None:
+    print(f"\n{'combination':<48} {'build s':>8} {'passed':>7} {'failed':>7} {'skipped':>8}  status")
+    for r in results:
+        t = r.tests or TestCounts()
+        print(f"{r.combo:<48} {r.build_s:8.0f} {t.passed:7d} {t.failed:7d} {t.skipped:8d}  {r.status}")
+    good = sum(r.status == "ok" for r in results)
+    print(f"\n{good}/{len(results)} combinations built and passed their full test suite")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="print the combination names")
+    matrix = sub.add_parser("matrix", help="render, build and test combinations")
+    matrix.add_argument("--out", type=Path, default=TEMPLATE / ".matrix", help="work folder (default: %(default)s)")
+    matrix.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="combinations built and tested at once (default: %(default)s)")
+    matrix.add_argument("--build-jobs", type=int, default=2, help="compile jobs per build (MAX_JOBS)")
+    matrix.add_argument("--arch", default=None, help="TORCH_CUDA_ARCH_LIST (default: the local GPU)")
+    matrix.add_argument("--only", action="append", help="combination name (repeatable; default: all)")
+    matrix.add_argument("--shard", default="0/1", help="K/N: run every N-th combination starting at K")
+    matrix.add_argument("--require-gpu", action="store_true", help="fail unless a GPU runs every test")
+    args = parser.parse_args(argv)
+
+    combos = combinations()
+    if args.command == "list":
+        print("\n".join(combo_id(c) for c in combos))
+        return 0
+    if args.only:
+        unknown = set(args.only) - {combo_id(c) for c in combos}
+        if unknown:
+            parser.error(f"unknown combination(s): {', '.join(sorted(unknown))}; see `bake.py list`")
+        combos = [c for c in combos if combo_id(c) in args.only]
+    shard, shards = (int(n) for n in args.shard.split("/"))
+    combos = combos[shard::shards]
+    if args.require_gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            print("ERROR: --require-gpu: no CUDA GPU is visible", file=sys.stderr)
+            return 2
+    (args.out / "logs").mkdir(parents=True, exist_ok=True)
+    env = build_env(args.arch, args.build_jobs)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(lambda c: bake_one(c, args.out, env, args.require_gpu), combos))
+    print_table(results)
+    for r in results:
+        for failure in (r.tests.failures if r.tests else [])[:5]:
+            print(f"  {r.combo}: {failure}")
+    return 0 if all(r.status == "ok" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Real builds: render a project, build its CUDA extension with nvcc, run the project's own tests.
+
+On a machine without a GPU the CPU tests run and the CUDA tests skip; with a GPU nothing may skip.
+The full matrix of combinations on a GPU is `python scripts/bake.py matrix --require-gpu`.
+"""
+
+from __future__ import annotations
+
+import bake
+import pytest
+import torch
+
+BUILT = [
+    # The defaults: elementwise, torch_library, every dtype, CPU kernels.
+    {"kernel": "elementwise", "registration": "torch_library", "float16": True, "bfloat16": True,
+     "float64": True, "cpu_impl": True},
+    {"kernel": "rowwise", "registration": "pybind11", "float16": False, "bfloat16": True,
+     "float64": True, "cpu_impl": True},
+    # No CPU kernels: on a CPU machine only the refusal of CPU tensors can run.
+    {"kernel": "rowwise", "registration": "torch_library", "float16": True, "bfloat16": False,
+     "float64": False, "cpu_impl": False},
+]
+
+
+@pytest.mark.parametrize("options", BUILT, ids=bake.combo_id)
+def test_project_builds_and_passes_its_tests(tmp_path, options):
+    project = bake.render(options, tmp_path, **bake.NAMES)
+    env = bake.build_env(arch_list="9.0", jobs=2)
+    build = bake.build(project, env, tmp_path / "build.log")
+    assert build.returncode == 0, (tmp_path / "build.log").read_text()[-5000:]
+    assert list((project / "matrix_op").glob("_C*.so")), "no extension module was built"
+
+    counts = bake.run_tests(project, tmp_path / "test.log")
+    log = (tmp_path / "test.log").read_text()
+    assert counts.failed == 0, log[-5000:]
+    assert counts.passed > 0, log[-5000:]
+    if torch.cuda.is_available():
+        assert counts.skipped == 0, log[-5000:]

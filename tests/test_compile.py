@@ -1,0 +1,75 @@
+"""The C++ and CUDA sources of every option combination compile against the installed torch.
+
+Combinations share most sources byte for byte, so each distinct (source, local headers, flags)
+is compiled once: nvcc for .cu (device code for sm_90, as CI builds), g++ -fsyntax-only for .cpp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sysconfig
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+torch_extension = pytest.importorskip("torch.utils.cpp_extension")
+
+INCLUDE = re.compile(r'#include "([^"]+)"')
+ARCH = "-gencode=arch=compute_90,code=sm_90"
+
+
+def include_flags() -> list[str]:
+    paths = torch_extension.include_paths(device_type="cuda") + [sysconfig.get_paths()["include"]]
+    return [f"-I{p}" for p in paths]
+
+
+def defines(source: Path, options: dict) -> list[str]:
+    """The defines setup.py passes; the stable-ABI one only matters where Python.h is included."""
+    flags = ["-DTORCH_EXTENSION_NAME=_C", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+    if options["registration"] == "torch_library" and source.name == "registration.cpp":
+        flags.append("-DPy_LIMITED_API=0x030A0000")
+    return flags
+
+
+def command(source: Path, options: dict, obj: Path) -> list[str]:
+    common = include_flags() + defines(source, options) + ["-std=c++17"]
+    if source.suffix == ".cu":
+        nvcc = os.path.join(torch_extension.CUDA_HOME or "/usr/local/cuda", "bin", "nvcc")
+        return [nvcc, *torch_extension.COMMON_NVCC_FLAGS, ARCH, "-O0", *common, "-Xcompiler", "-fPIC",
+                "-c", str(source), "-o", str(obj)]
+    return ["g++", "-fsyntax-only", "-Wall", "-Werror=return-type", *common, str(source)]
+
+
+def unit_key(source: Path, options: dict) -> str:
+    """Identity of one compilation: the source, the local headers it includes, the defines."""
+    digest = hashlib.sha256(source.read_bytes())
+    for header in sorted(INCLUDE.findall(source.read_text())):
+        digest.update((source.parent / header).read_bytes())
+    digest.update(" ".join(defines(source, options)).encode())
+    return f"{source.suffix}:{digest.hexdigest()}"
+
+
+def test_every_distinct_source_compiles(rendered_matrix, tmp_path):
+    units: dict[str, tuple[Path, dict, str]] = {}
+    for name, (options, project) in rendered_matrix.items():
+        for source in sorted((project / "csrc").glob("*.c*")):
+            units.setdefault(unit_key(source, options), (source, options, name))
+    # 2 kernels x 8 dtype sets of .cu files, at least.
+    assert sum(key.startswith(".cu:") for key in units) >= 16
+
+    def compile_one(item):
+        key, (source, options, name) = item
+        obj = tmp_path / f"{key.replace(':', '_')}.o"
+        result = subprocess.run(command(source, options, obj), capture_output=True, text=True, check=False)
+        return name, source.name, result
+
+    failures = []
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for name, source, result in pool.map(compile_one, units.items()):
+            if result.returncode != 0:
+                failures.append(f"{name}/csrc/{source}:\n{result.stderr[-3000:]}")
+    assert not failures, "\n\n".join(failures)

@@ -1,0 +1,94 @@
+"""Every option combination renders to exactly its files, with no template syntax left over."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import bake
+import pytest
+
+COMBOS = [bake.combo_id(c) for c in bake.combinations()]
+# What an unrendered Jinja tag leaves behind.
+LEFTOVERS = ("{{", "{%", "{#", "cookiecutter.")
+
+
+def files_of(project: Path) -> set[str]:
+    return {str(p.relative_to(project)) for p in project.rglob("*") if p.is_file()}
+
+
+def test_matrix_has_every_combination():
+    assert len(COMBOS) == len(set(COMBOS)) == 2**6
+
+
+@pytest.mark.parametrize("name", COMBOS)
+def test_combination_renders_exactly_its_files(rendered_matrix, name):
+    options, project = rendered_matrix[name]
+    assert files_of(project) == bake.expected_files(options, "matrix_op", "scaled_gelu"
+                                                    if options["kernel"] == "elementwise" else "scaled_softmax")
+
+
+@pytest.mark.parametrize("name", COMBOS)
+def test_combination_has_no_template_leftovers(rendered_matrix, name):
+    _, project = rendered_matrix[name]
+    for path in project.rglob("*"):
+        relative = str(path.relative_to(project))
+        assert not any(token in relative for token in LEFTOVERS), relative
+        if path.is_file():
+            text = path.read_text()
+            for token in LEFTOVERS:
+                assert token not in text, f"{relative} contains {token!r}"
+            assert text or path.name == "py.typed", f"{relative} is empty"
+        else:
+            assert any(path.iterdir()), f"{relative}/ is empty"
+
+
+@pytest.mark.parametrize("name", COMBOS)
+def test_combination_python_compiles(rendered_matrix, name):
+    _, project = rendered_matrix[name]
+    for path in project.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+    tomllib.loads((project / "pyproject.toml").read_text())
+
+
+@pytest.mark.parametrize("name", COMBOS)
+def test_dtype_answers_reach_the_dispatch_and_the_tests(rendered_matrix, name):
+    options, project = rendered_matrix[name]
+    chosen = {"float16": options["float16"], "bfloat16": options["bfloat16"], "float64": options["float64"]}
+    cpp = {"float16": "at::kHalf", "bfloat16": "at::kBFloat16", "float64": "at::kDouble"}
+    cuda_source = next((project / "csrc").glob("*_cuda.cu")).read_text()
+    support = (project / "tests" / "support.py").read_text()
+    tested = next(line for line in support.splitlines() if line.startswith("DTYPES = "))
+    for dtype, wanted in chosen.items():
+        assert (cpp[dtype] in cuda_source) == wanted, dtype
+        assert (f"torch.{dtype}," in tested or f"torch.{dtype}]" in tested) == wanted, dtype
+
+
+@pytest.mark.parametrize("license_name, first_words", [
+    ("MIT", "MIT License"), ("BSD-3-Clause", "BSD 3-Clause License"), ("Apache-2.0", "Apache License"),
+])
+def test_license_choice(tmp_path, license_name, first_words):
+    project = bake.render({}, tmp_path, license=license_name, author="Ada Lovelace")
+    text = (project / "LICENSE").read_text()
+    assert text.strip().startswith(first_words)
+    assert "Ada Lovelace" in text
+    assert tomllib.loads((project / "pyproject.toml").read_text())["project"]["license"] == {"text": license_name}
+
+
+def test_free_text_with_quotes_and_backslashes_stays_valid(tmp_path):
+    author = "Dana O'Brien \"DB\" \\ Jr."
+    description = 'A "fast" op; it\'s 2x \\ faster'
+    project = bake.render({}, tmp_path, author=author, description=description, project_name="Dana's Op")
+    metadata = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    assert metadata["authors"][0]["name"] == author
+    assert metadata["description"] == description
+    assert metadata["name"] == "dana-s-op"
+    for path in project.rglob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+
+
+def test_default_answers(tmp_path):
+    project = bake.render({}, tmp_path)
+    assert project.name == "my-cuda-op"
+    assert (project / "my_cuda_op" / "ops.py").read_text().count("def scaled_gelu(") == 1
+    assert "TORCH_LIBRARY(my_cuda_op, m)" in (project / "csrc" / "registration.cpp").read_text()
