@@ -129,11 +129,14 @@ class Result:
     status: str
 
 
-def bake_one(options: dict, out: Path, env: dict, require_gpu: bool) -> Result:
-    name = combo_id(options)
-    root = out / name
+def render_fresh(options: dict, out: Path) -> Path:
+    root = out / combo_id(options)
     shutil.rmtree(root, ignore_errors=True)
-    project = render(options, root, **NAMES)
+    return render(options, root, **NAMES)
+
+
+def build_and_test(options: dict, project: Path, out: Path, env: dict, require_gpu: bool) -> Result:
+    name = combo_id(options)
     start = time.monotonic()
     built = build(project, env, out / "logs" / f"{name}.build.log").returncode == 0
     build_s = time.monotonic() - start
@@ -187,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
     env = build_env(args.arch, args.build_jobs)
+    # cookiecutter changes the working directory while it renders, so render one at a time.
+    projects = [render_fresh(c, args.out) for c in combos]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda c: bake_one(c, args.out, env, args.require_gpu), combos))
+        results = list(pool.map(lambda c, p: build_and_test(c, p, args.out, env, args.require_gpu), combos, projects))
     print_table(results)
     for r in results:
         for failure in (r.tests.failures if r.tests else [])[:5]:
