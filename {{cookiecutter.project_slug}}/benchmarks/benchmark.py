@@ -21,7 +21,8 @@ import torch
 import {{cookiecutter.package_name}}
 from {{cookiecutter.package_name}}.reference import {{cookiecutter.op_name}}_reference
 
-DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in [{{cookiecutter.__py_dtypes}}]}
+BUILT_DTYPES = [{{cookiecutter.__py_dtypes}}]
+DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in BUILT_DTYPES}
 DEFAULT_SHAPES = ["65536x1024", "16384x4096", "8192x8192", "4096x16384", "8191x8191"]
 SCALE = 0.75
 COPY_BYTES = 1 << 30
@@ -76,8 +77,8 @@ def check(dtype: torch.dtype, x: torch.Tensor) -> None:
     sample = x[:64].detach()
     expected = {{cookiecutter.op_name}}_reference(sample.double(), SCALE).to(dtype)
     tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(dtype, 2e-5)
-    torch.testing.assert_close({{cookiecutter.package_name}}.{{cookiecutter.op_name}}(sample, SCALE), expected,
-                               rtol=tolerance, atol=tolerance)
+    actual = {{cookiecutter.package_name}}.{{cookiecutter.op_name}}(sample, SCALE)
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
 
 
 def main() -> None:
@@ -113,8 +114,9 @@ def main() -> None:
                 bwd_ms = max(time_ms(forward_backward, args.replays) - fwd_ms, 1e-6)
                 fwd_gbs = 2 * nbytes / fwd_ms / 1e6
                 bwd_gbs = 3 * nbytes / bwd_ms / 1e6
-                print(f"{dtype_name:>9} {shape_text:>12} {name:>18} {fwd_gbs:9.0f} {100 * fwd_gbs / copy_gbs:6.1f}"
-                      f" {bwd_gbs:9.0f} {100 * bwd_gbs / copy_gbs:6.1f}")
+                fwd_pct, bwd_pct = 100 * fwd_gbs / copy_gbs, 100 * bwd_gbs / copy_gbs
+                row = f"{dtype_name:>9} {shape_text:>12} {name:>18}"
+                print(f"{row} {fwd_gbs:9.0f} {fwd_pct:6.1f} {bwd_gbs:9.0f} {bwd_pct:6.1f}")
 
 
 if __name__ == "__main__":
