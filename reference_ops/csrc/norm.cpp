@@ -135,6 +135,89 @@ NormShape check_norm_bwd_args(
   return shape;
 }
 
+
+// -----------------------------------------------------------------------------
+// Device-independent entry points
+// -----------------------------------------------------------------------------
+
+namespace {
+
+at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
+  return t.has_value() ? t->contiguous() : at::Tensor();
+}
+
+at::Tensor grad_like(const std::optional<at::Tensor>& param) {
+  return param.has_value() ? at::empty_like(*param, at::MemoryFormat::Contiguous) : at::Tensor();
+}
+
+// The schema returns an empty tensor in place of the gradient of an absent parameter.
+at::Tensor defined_or_empty(const at::Tensor& t, const at::Tensor& like) {
+  return t.defined() ? t : at::empty({0}, like.options());
+}
+
+} // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias, double eps,
+                                                              NormFwdBackend backend) {
+  const NormShape shape = check_norm_args("layer_norm", x, normalized_shape, weight, bias);
+  const at::Tensor xc = x.contiguous();
+  at::Tensor y = at::empty_like(xc);
+  const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
+  at::Tensor mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
+  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
+  backend(xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), y, mean, rstd, shape, eps,
+          /*rms=*/false);
+  return {y, mean, rstd};
+}
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps,
+                                                NormFwdBackend backend) {
+  const NormShape shape = check_norm_args("rms_norm", x, normalized_shape, weight, std::nullopt);
+  const at::Tensor xc = x.contiguous();
+  at::Tensor y = at::empty_like(xc);
+  at::Tensor mean;
+  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), x.options().dtype(stat_dtype(x.scalar_type())));
+  backend(xc, contiguous_or_undefined(weight), at::Tensor(), y, mean, rstd, shape, eps, /*rms=*/true);
+  return {y, rstd};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
+                                                              const at::Tensor& mean, const at::Tensor& rstd,
+                                                              c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias,
+                                                              NormBwdBackend backend) {
+  const NormShape shape = check_norm_bwd_args("layer_norm_bwd", dy, x, rstd, normalized_shape, weight, bias);
+  TORCH_CHECK(
+      mean.sizes() == rstd.sizes() && mean.scalar_type() == rstd.scalar_type() && mean.device() == rstd.device(),
+      "layer_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
+      "layer_norm_fwd); got mean ", mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ",
+      rstd.scalar_type());
+  const at::Tensor xc = x.contiguous();
+  at::Tensor dx = at::empty_like(xc);
+  at::Tensor dweight = grad_like(weight);
+  at::Tensor dbias = grad_like(bias);
+  backend(dy.contiguous(), xc, mean.contiguous(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
+          dbias, shape);
+  return {dx, defined_or_empty(dweight, x), defined_or_empty(dbias, x)};
+}
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, NormBwdBackend backend) {
+  const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
+  const at::Tensor xc = x.contiguous();
+  at::Tensor dx = at::empty_like(xc);
+  at::Tensor dweight = grad_like(weight);
+  at::Tensor dbias;
+  backend(dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight, dbias,
+          shape);
+  return {dx, defined_or_empty(dweight, x)};
+}
+
 namespace cpu {
 namespace {
 
@@ -309,100 +392,18 @@ bool has_float_params(const at::Tensor& x, const at::Tensor& a, const at::Tensor
   return p.defined() && p.scalar_type() == at::kFloat && x.scalar_type() != at::kFloat;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
-    const at::Tensor& x,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps) {
-  const NormShape shape = check_norm_args("layer_norm", x, normalized_shape, weight, bias);
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tensor();
-  at::Tensor y = at::empty_like(xc);
-  const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
-  at::Tensor mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  dispatch_types(x.scalar_type(), has_float_params(x, wc, bc), [&](auto t, auto w) {
-    using T = decltype(t);
-    using W = decltype(w);
-    norm_fwd_typed<T, W>(xc, wc, bc, y, mean, rstd, shape, eps, /*rms=*/false);
+void norm_fwd_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
+                  at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps, bool rms) {
+  dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
+    norm_fwd_typed<decltype(t), decltype(w)>(x, weight, bias, y, mean, rstd, shape, eps, rms);
   });
-  return {y, mean, rstd};
 }
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
-    const at::Tensor& x,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps) {
-  const NormShape shape = check_norm_args("rms_norm", x, normalized_shape, weight, std::nullopt);
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  at::Tensor y = at::empty_like(xc);
-  at::Tensor mean;
-  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), x.options().dtype(stat_dtype(x.scalar_type())));
-  dispatch_types(x.scalar_type(), has_float_params(x, wc, at::Tensor()), [&](auto t, auto w) {
-    using T = decltype(t);
-    using W = decltype(w);
-    norm_fwd_typed<T, W>(xc, wc, at::Tensor(), y, mean, rstd, shape, eps, /*rms=*/true);
+void norm_bwd_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                  const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
+  dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
+    norm_bwd_typed<decltype(t), decltype(w)>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
   });
-  return {y, rstd};
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias) {
-  const NormShape shape = check_norm_bwd_args("layer_norm_bwd", dy, x, rstd, normalized_shape, weight, bias);
-  TORCH_CHECK(
-      mean.sizes() == rstd.sizes() && mean.scalar_type() == rstd.scalar_type() && mean.device() == rstd.device(),
-      "layer_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
-      "layer_norm_fwd)");
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor dyc = dy.contiguous();
-  const at::Tensor mc = mean.contiguous();
-  const at::Tensor rc = rstd.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  at::Tensor dx = at::empty_like(xc);
-  at::Tensor dweight = weight.has_value() ? at::empty_like(*weight, at::MemoryFormat::Contiguous) : at::Tensor();
-  at::Tensor dbias = bias.has_value() ? at::empty_like(*bias, at::MemoryFormat::Contiguous) : at::Tensor();
-  const bool float_params = has_float_params(x, dweight, dbias);
-  dispatch_types(x.scalar_type(), float_params, [&](auto t, auto w) {
-    using T = decltype(t);
-    using W = decltype(w);
-    norm_bwd_typed<T, W>(dyc, xc, mc, rc, wc, dx, dweight, dbias, shape);
-  });
-  return {
-      dx,
-      dweight.defined() ? dweight : at::empty({0}, x.options()),
-      dbias.defined() ? dbias : at::empty({0}, x.options())};
-}
-
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& rstd,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight) {
-  const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor dyc = dy.contiguous();
-  const at::Tensor rc = rstd.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  at::Tensor dx = at::empty_like(xc);
-  at::Tensor dweight = weight.has_value() ? at::empty_like(*weight, at::MemoryFormat::Contiguous) : at::Tensor();
-  at::Tensor dbias;
-  dispatch_types(x.scalar_type(), has_float_params(x, dweight, at::Tensor()), [&](auto t, auto w) {
-    using T = decltype(t);
-    using W = decltype(w);
-    norm_bwd_typed<T, W>(dyc, xc, at::Tensor(), rc, wc, dx, dweight, dbias, shape);
-  });
-  return {dx, dweight.defined() ? dweight : at::empty({0}, x.options())};
 }
 
 } // namespace
@@ -419,10 +420,20 @@ TORCH_LIBRARY(reference_ops, m) {
 }
 
 TORCH_LIBRARY_IMPL(reference_ops, CPU, m) {
-  m.impl("layer_norm_fwd", &cpu::layer_norm_fwd);
-  m.impl("layer_norm_bwd", &cpu::layer_norm_bwd);
-  m.impl("rms_norm_fwd", &cpu::rms_norm_fwd);
-  m.impl("rms_norm_bwd", &cpu::rms_norm_bwd);
+  m.impl("layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                              const std::optional<at::Tensor>& b,
+                              double eps) { return layer_norm_fwd(x, shape, w, b, eps, cpu::norm_fwd_cpu); });
+  m.impl("layer_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                              c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                              const std::optional<at::Tensor>& b) {
+    return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cpu::norm_bwd_cpu);
+  });
+  m.impl("rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                            double eps) { return rms_norm_fwd(x, shape, w, eps, cpu::norm_fwd_cpu); });
+  m.impl("rms_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
+                            const std::optional<at::Tensor>& w) {
+    return rms_norm_bwd(dy, x, rstd, shape, w, cpu::norm_bwd_cpu);
+  });
 }
 
 } // namespace reference_ops

@@ -1,5 +1,5 @@
-// Shared declarations of the reference_ops normalisation library: argument
-// checks used by both the CPU (norm.cpp) and CUDA (norm_*.cu) implementations.
+// Shared declarations of the reference_ops normalisation library: argument checks and the
+// device-independent entry points used by the CPU (norm.cpp) and CUDA (norm_*.cu) registrations.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -40,5 +40,33 @@ std::vector<int64_t> stat_shape(const at::Tensor& x, c10::IntArrayRef normalized
 
 // dtype of mean / rstd: float32 for float32/float16/bfloat16 input, float64 for float64.
 c10::ScalarType stat_dtype(c10::ScalarType x_dtype);
+
+// A device implementation: fills preallocated outputs from checked, contiguous inputs. Undefined
+// tensors stand for absent weight / bias (and mean, for RMSNorm).
+using NormFwdBackend = void (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                at::Tensor& y, at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps,
+                                bool rms);
+using NormBwdBackend = void (*)(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean,
+                                const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
+                                at::Tensor& dweight, at::Tensor& dbias, NormShape shape);
+
+// The four ops, shared by every device: check the arguments, make the inputs contiguous,
+// allocate the outputs, then run `backend` (norm.cpp for the CPU, norm_*.cu for CUDA).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias, double eps,
+                                                              NormFwdBackend backend);
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps,
+                                                NormFwdBackend backend);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
+                                                              const at::Tensor& mean, const at::Tensor& rstd,
+                                                              c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias,
+                                                              NormBwdBackend backend);
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, NormBwdBackend backend);
 
 } // namespace reference_ops

@@ -540,65 +540,22 @@ void norm_bwd_cuda(
   });
 }
 
-// -----------------------------------------------------------------------------
-// Public entry points
-// -----------------------------------------------------------------------------
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias) {
-  const NormShape shape = check_norm_bwd_args("layer_norm_bwd", dy, x, rstd, normalized_shape, weight, bias);
-  TORCH_CHECK(
-      mean.sizes() == rstd.sizes() && mean.scalar_type() == rstd.scalar_type() && mean.device() == rstd.device(),
-      "layer_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
-      "layer_norm_fwd); got mean ", mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ",
-      rstd.scalar_type());
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor dyc = dy.contiguous();
-  const at::Tensor mc = mean.contiguous();
-  const at::Tensor rc = rstd.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  at::Tensor dx = at::empty_like(xc);
-  at::Tensor dweight = weight.has_value() ? at::empty_like(*weight, at::MemoryFormat::Contiguous) : at::Tensor();
-  at::Tensor dbias = bias.has_value() ? at::empty_like(*bias, at::MemoryFormat::Contiguous) : at::Tensor();
-  norm_bwd_cuda(dyc, xc, mc, rc, wc, dx, dweight, dbias, shape);
-  return {
-      dx,
-      dweight.defined() ? dweight : at::empty({0}, x.options()),
-      dbias.defined() ? dbias : at::empty({0}, x.options())};
-}
-
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& rstd,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight) {
-  const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor dyc = dy.contiguous();
-  const at::Tensor rc = rstd.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  at::Tensor dx = at::empty_like(xc);
-  at::Tensor dweight = weight.has_value() ? at::empty_like(*weight, at::MemoryFormat::Contiguous) : at::Tensor();
-  at::Tensor dbias;
-  norm_bwd_cuda(dyc, xc, at::Tensor(), rc, wc, dx, dweight, dbias, shape);
-  return {dx, dweight.defined() ? dweight : at::empty({0}, x.options())};
-}
-
 } // namespace
 } // namespace cuda
 
+// The shared entry points of norm.cpp with the CUDA backend, on x's device.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
-  m.impl("layer_norm_bwd", &cuda::layer_norm_bwd);
-  m.impl("rms_norm_bwd", &cuda::rms_norm_bwd);
+  m.impl("layer_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                              c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                              const std::optional<at::Tensor>& b) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cuda::norm_bwd_cuda);
+  });
+  m.impl("rms_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
+                            const std::optional<at::Tensor>& w) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    return rms_norm_bwd(dy, x, rstd, shape, w, cuda::norm_bwd_cuda);
+  });
 }
 
 } // namespace reference_ops

@@ -344,51 +344,21 @@ void norm_fwd_cuda(
   });
 }
 
-// -----------------------------------------------------------------------------
-// Public entry points
-// -----------------------------------------------------------------------------
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
-    const at::Tensor& x,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps) {
-  const NormShape shape = check_norm_args("layer_norm", x, normalized_shape, weight, bias);
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  const at::Tensor bc = bias.has_value() ? bias->contiguous() : at::Tensor();
-  at::Tensor y = at::empty_like(xc);
-  const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
-  at::Tensor mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  norm_fwd_cuda(xc, wc, bc, y, mean, rstd, shape, eps, /*rms=*/false);
-  return {y, mean, rstd};
-}
-
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
-    const at::Tensor& x,
-    at::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps) {
-  const NormShape shape = check_norm_args("rms_norm", x, normalized_shape, weight, std::nullopt);
-  const c10::cuda::CUDAGuard guard(x.device());
-  const at::Tensor xc = x.contiguous();
-  const at::Tensor wc = weight.has_value() ? weight->contiguous() : at::Tensor();
-  at::Tensor y = at::empty_like(xc);
-  at::Tensor mean;
-  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), x.options().dtype(stat_dtype(x.scalar_type())));
-  norm_fwd_cuda(xc, wc, at::Tensor(), y, mean, rstd, shape, eps, /*rms=*/true);
-  return {y, rstd};
-}
-
 } // namespace
 } // namespace cuda
 
+// The shared entry points of norm.cpp with the CUDA backend, on x's device.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
-  m.impl("layer_norm_fwd", &cuda::layer_norm_fwd);
-  m.impl("rms_norm_fwd", &cuda::rms_norm_fwd);
+  m.impl("layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                              const std::optional<at::Tensor>& b, double eps) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    return layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda);
+  });
+  m.impl("rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                            double eps) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    return rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda);
+  });
 }
 
 } // namespace reference_ops
