@@ -17,6 +17,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -162,6 +163,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& 
                                                               const std::optional<at::Tensor>& bias, double eps,
                                                               NormFwdBackend backend) {
   const NormShape shape = check_norm_args("layer_norm", x, normalized_shape, weight, bias);
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty_like(xc);
   const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
@@ -176,6 +178,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArr
                                                 const std::optional<at::Tensor>& weight, double eps,
                                                 NormFwdBackend backend) {
   const NormShape shape = check_norm_args("rms_norm", x, normalized_shape, weight, std::nullopt);
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty_like(xc);
   at::Tensor mean;
@@ -196,6 +199,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& 
       "layer_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
       "layer_norm_fwd); got mean ", mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ",
       rstd.scalar_type());
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor dx = at::empty_like(xc);
   at::Tensor dweight = grad_like(weight);
@@ -209,6 +213,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, NormBwdBackend backend) {
   const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor dx = at::empty_like(xc);
   at::Tensor dweight = grad_like(weight);

@@ -25,7 +25,6 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 namespace reference_ops {
@@ -543,17 +542,15 @@ void norm_bwd_cuda(
 } // namespace
 } // namespace cuda
 
-// The shared entry points of norm.cpp with the CUDA backend, on x's device.
+// The shared entry points of norm.cpp with the CUDA backend.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
   m.impl("layer_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
                               c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
                               const std::optional<at::Tensor>& b) {
-    const c10::cuda::CUDAGuard guard(x.device());
     return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cuda::norm_bwd_cuda);
   });
   m.impl("rms_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
                             const std::optional<at::Tensor>& w) {
-    const c10::cuda::CUDAGuard guard(x.device());
     return rms_norm_bwd(dy, x, rstd, shape, w, cuda::norm_bwd_cuda);
   });
 }

@@ -18,7 +18,6 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
 namespace reference_ops {
@@ -347,16 +346,14 @@ void norm_fwd_cuda(
 } // namespace
 } // namespace cuda
 
-// The shared entry points of norm.cpp with the CUDA backend, on x's device.
+// The shared entry points of norm.cpp with the CUDA backend.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
   m.impl("layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
                               const std::optional<at::Tensor>& b, double eps) {
-    const c10::cuda::CUDAGuard guard(x.device());
     return layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda);
   });
   m.impl("rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
                             double eps) {
-    const c10::cuda::CUDAGuard guard(x.device());
     return rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda);
   });
 }
