@@ -378,25 +378,6 @@ void norm_bwd_typed(
   }
 }
 
-// Calls f(T{}, W{}) for x's dtype T and the parameter dtype W.
-template <typename F>
-void dispatch_types(c10::ScalarType x_dtype, bool float_params, F&& f) {
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x_dtype, "reference_ops_norm_cpu", [&] {
-    if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
-      if (float_params) {
-        f(scalar_t{}, float{});
-        return;
-      }
-    }
-    f(scalar_t{}, scalar_t{});
-  });
-}
-
-bool has_float_params(const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor& p = a.defined() ? a : b;
-  return p.defined() && p.scalar_type() == at::kFloat && x.scalar_type() != at::kFloat;
-}
-
 void norm_fwd_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
                   at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps, bool rms) {
   dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {

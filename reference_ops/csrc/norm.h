@@ -2,10 +2,12 @@
 // device-independent entry points used by the CPU (norm.cpp) and CUDA (norm_*.cu) registrations.
 #pragma once
 
+#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/ArrayRef.h>
 
 #include <tuple>
+#include <type_traits>
 
 namespace reference_ops {
 
@@ -40,6 +42,27 @@ std::vector<int64_t> stat_shape(const at::Tensor& x, c10::IntArrayRef normalized
 
 // dtype of mean / rstd: float32 for float32/float16/bfloat16 input, float64 for float64.
 c10::ScalarType stat_dtype(c10::ScalarType x_dtype);
+
+// Calls f(T{}, W{}) for x's dtype T and the parameter dtype W: W = float for float16 / bfloat16 x
+// with float32 parameters (mixed precision), W = T otherwise.
+template <typename F>
+void dispatch_types(c10::ScalarType x_dtype, bool float_params, F&& f) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x_dtype, "reference_ops_norm", [&] {
+    if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
+      if (float_params) {
+        f(scalar_t{}, float{});
+        return;
+      }
+    }
+    f(scalar_t{}, scalar_t{});
+  });
+}
+
+// Whether the parameters (a, else b; either may be undefined) are float32 while x is not.
+inline bool has_float_params(const at::Tensor& x, const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor& p = a.defined() ? a : b;
+  return p.defined() && p.scalar_type() == at::kFloat && x.scalar_type() != at::kFloat;
+}
 
 // A device implementation: fills preallocated outputs from checked, contiguous inputs. Undefined
 // tensors stand for absent weight / bias (and mean, for RMSNorm).

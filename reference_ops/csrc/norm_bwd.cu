@@ -526,16 +526,8 @@ void norm_bwd_cuda(
     }
     return;
   }
-  const at::Tensor& param = dweight.defined() ? dweight : dbias;
-  const bool float_params = param.defined() && param.scalar_type() == at::kFloat;
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "reference_ops_norm_bwd", [&] {
-    if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
-      if (float_params) {
-        norm_bwd_typed<scalar_t, float>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
-        return;
-      }
-    }
-    norm_bwd_typed<scalar_t, scalar_t>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
+  dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
+    norm_bwd_typed<decltype(t), decltype(w)>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
   });
 }
 

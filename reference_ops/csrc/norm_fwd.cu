@@ -330,16 +330,8 @@ void norm_fwd_cuda(
   if (shape.rows == 0) {
     return;
   }
-  const bool float_params = weight.defined() ? weight.scalar_type() == at::kFloat
-                                             : (bias.defined() && bias.scalar_type() == at::kFloat);
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "reference_ops_norm_fwd", [&] {
-    if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
-      if (float_params) {
-        norm_fwd_typed<scalar_t, float>(x, weight, bias, y, mean, rstd, shape, eps, rms);
-        return;
-      }
-    }
-    norm_fwd_typed<scalar_t, scalar_t>(x, weight, bias, y, mean, rstd, shape, eps, rms);
+  dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
+    norm_fwd_typed<decltype(t), decltype(w)>(x, weight, bias, y, mean, rstd, shape, eps, rms);
   });
 }
 
