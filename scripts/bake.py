@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -142,16 +142,23 @@ def build_and_test(options: dict, project: Path, out: Path, env: dict, require_g
     build_s = time.monotonic() - start
     if not built:
         return Result(name, False, build_s, None, "BUILD FAILED")
-    tests = run_tests(project, out / "logs" / f"{name}.test.log")
+    tests = run_tests(project, out / "logs" / f"{name}.test.log", env)
     ok = tests.failed == 0 and tests.passed > 0 and not (require_gpu and tests.skipped)
     return Result(name, True, build_s, tests, "ok" if ok else "FAILED")
 
 
+HEADER = f"{'combination':<48} {'build s':>8} {'passed':>7} {'failed':>7} {'skipped':>8}  status"
+
+
+def row(r: Result) -> str:
+    t = r.tests or TestCounts()
+    return f"{r.combo:<48} {r.build_s:8.0f} {t.passed:7d} {t.failed:7d} {t.skipped:8d}  {r.status}"
+
+
 def print_table(results: list[Result]) -> None:
-    print(f"\n{'combination':<48} {'build s':>8} {'passed':>7} {'failed':>7} {'skipped':>8}  status")
+    print(f"\n{HEADER}")
     for r in results:
-        t = r.tests or TestCounts()
-        print(f"{r.combo:<48} {r.build_s:8.0f} {t.passed:7d} {t.failed:7d} {t.skipped:8d}  {r.status}")
+        print(row(r))
     good = sum(r.status == "ok" for r in results)
     print(f"\n{good}/{len(results)} combinations built and passed their full test suite")
 
@@ -190,10 +197,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
     env = build_env(args.arch, args.build_jobs)
+    # Test suites running side by side share the cores: without a limit each one's CPU ops take
+    # every core, and torch.compile starts a pool of compile workers per suite.
+    threads = str(max(1, (os.cpu_count() or 1) // args.jobs))
+    env.setdefault("OMP_NUM_THREADS", threads)
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", threads)
     # cookiecutter changes the working directory while it renders, so render one at a time.
     projects = [render_fresh(c, args.out) for c in combos]
+    # Each row is printed as its combination finishes, so a run stopped early still reports those.
+    print(f"\n{HEADER}", flush=True)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(lambda c, p: build_and_test(c, p, args.out, env, args.require_gpu), combos, projects))
+        futures = [pool.submit(build_and_test, c, p, args.out, env, args.require_gpu) for c, p in zip(combos, projects)]
+        for future in as_completed(futures):
+            print(row(future.result()), flush=True)
+    results = [future.result() for future in futures]
     print_table(results)
     for r in results:
         for failure in (r.tests.failures if r.tests else [])[:5]:
