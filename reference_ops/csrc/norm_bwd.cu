@@ -38,6 +38,19 @@ constexpr int kBwdThreads = 512;
 // registers; also bounds the shared memory of the block reduction (32 KiB).
 constexpr int kMaxBwdAccBytes = 64;
 
+// Staged kernel: rows staged per row group (at least one in flight while one is
+// processed), and the bytes of dweight (and as many of dbias) accumulators one
+// thread keeps in registers.
+constexpr int kBwdMinStages = 2;
+constexpr int kBwdMaxStages = 4;
+constexpr int kMaxStagedAccBytes = 128;
+// Partial rows (written, then read by column_sum_kernel) above this share of
+// the bytes the backward must move make a larger cluster worth its reductions.
+constexpr double kMaxPartialShare = 0.04;
+// Partial rows below this many bytes cost less than the reductions a larger
+// cluster adds.
+constexpr int64_t kMinPartialBytes = 8 << 20;
+
 // Threads per block of the wide-row kernels.
 constexpr int kWideStatsThreads = 1024;
 constexpr int kColumnsThreads = 256;
@@ -326,6 +339,219 @@ __global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
   }
 }
 
+// Staged backward (16-byte packs): a persistent grid; each row group of
+// threads_per_row threads works on `stages` rows at once, one being processed
+// while x, dy and the row statistics of the next ones are copied into shared
+// memory by cp.async (each thread copies and later reads only its own packs;
+// lane 0 of each warp copies the statistics for its warp). Every thread owns the
+// same kPacks packs of columns in every row, so its dweight / dbias columns
+// accumulate in registers. Rows too wide for one CTA are split over a cluster
+// whose row sums meet through distributed shared memory; clusters also cut the
+// number of partial rows when there are few rows per SM. At the end the row
+// groups of a CTA are added in a fixed order and written as the CTA's partial
+// row (or as dweight / dbias themselves when the grid is one cluster).
+template <typename T, typename W, int kPacks>
+__global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
+    const T* __restrict__ dy,
+    const T* __restrict__ x,
+    const at::opmath_type<T>* __restrict__ mean,
+    const at::opmath_type<T>* __restrict__ rstd,
+    const W* __restrict__ weight,
+    T* __restrict__ dx,
+    at::opmath_type<T>* __restrict__ dw_part,
+    at::opmath_type<T>* __restrict__ db_part,
+    W* __restrict__ dweight,
+    W* __restrict__ dbias,
+    int64_t rows,
+    int64_t cols,
+    int threads_per_row,
+    int cluster,
+    int stages,
+    int64_t slice_packs) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr int kElems = kPacks * kVec;
+  using XPack = Pack<T, kVec>;
+  using WPack = Pack<W, kVec>;
+  __shared__ ReduceScratch<acc_t, 2> scratch;
+  const int groups = blockDim.x / threads_per_row;
+  const int group = threadIdx.x / threads_per_row;
+  const int lane = threadIdx.x & (threads_per_row - 1);
+  const int64_t rank = cluster_rank();
+  const int64_t cluster_id = blockIdx.x / cluster;
+  const int64_t clusters = gridDim.x / cluster;
+  const int64_t pack0 = rank * slice_packs;
+  const int64_t packs = slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0);
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+
+  // The statistics of a row are copied once per segment (the threads of one row
+  // group within one warp) by its first thread, and read by that segment alone.
+  const int segment_threads = threads_per_row < 32 ? threads_per_row : 32;
+  const int segments = blockDim.x / segment_threads;
+  const int segment = threadIdx.x / segment_threads;
+
+  // Shared memory: the weight slice; [stages][segments][2] statistics;
+  // [stages][groups][2][slice_packs] staged x and dy.
+  WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
+  acc_t* stats = reinterpret_cast<acc_t*>(w_s + (weight != nullptr ? slice_packs : 0));
+  XPack* stage = reinterpret_cast<XPack*>((reinterpret_cast<uintptr_t>(stats + stages * segments * 2) + kPackBytes - 1) &
+                                          ~static_cast<uintptr_t>(kPackBytes - 1));
+  for (int64_t j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
+    w_s[j] = load_pack<W, kVec>(weight, pack0 + j);
+  }
+  __syncthreads();
+
+  const int64_t first_row = cluster_id * groups;
+  const int64_t row_step = clusters * groups;
+  const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
+  auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * 2 * slice_packs; };
+  auto row_stats = [&](int64_t k) { return stats + ((k % stages) * segments + segment) * 2; };
+  auto issue = [&](int64_t k) {
+    const int64_t row = first_row + k * row_step + group;
+    const bool ok = row < rows;
+    const int64_t offset = (ok ? row : 0) * cols;
+    const XPack* xr = reinterpret_cast<const XPack*>(x + offset) + pack0;
+    const XPack* gr = reinterpret_cast<const XPack*>(dy + offset) + pack0;
+    XPack* dst = staged(k);
+    for (int64_t j = lane; j < packs; j += threads_per_row) {
+      cp_async_16(dst + j, xr + j, ok);
+      cp_async_16(dst + slice_packs + j, gr + j, ok);
+    }
+    if (threadIdx.x % segment_threads == 0) {
+      acc_t* st = row_stats(k);
+      if (mean != nullptr) {
+        cp_async_small<sizeof(acc_t)>(st, mean + (ok ? row : 0), ok);
+      }
+      cp_async_small<sizeof(acc_t)>(st + 1, rstd + (ok ? row : 0), ok);
+    }
+  };
+  for (int64_t k = 0; k < stages - 1; ++k) {
+    if (k < iters) {
+      issue(k);
+    }
+    cp_async_commit();
+  }
+
+  acc_t dw_acc[kElems];
+  acc_t db_acc[kElems];
+#pragma unroll
+  for (int e = 0; e < kElems; ++e) {
+    dw_acc[e] = acc_t(0);
+    db_acc[e] = acc_t(0);
+  }
+  auto weight_at = [&](int e, const WPack& wp) {
+    return weight != nullptr ? static_cast<acc_t>(wp.v[e]) : acc_t(1);
+  };
+
+  int slot = 0;
+  for (int64_t k = 0; k < iters; ++k) {
+    if (k + stages - 1 < iters) {
+      issue(k + stages - 1);
+    }
+    cp_async_commit();
+    cp_async_wait(stages - 1);
+    __syncwarp();  // the statistics were copied by the segment's first thread
+    const XPack* xs = staged(k);
+    const XPack* gs = xs + slice_packs;
+    const acc_t* st = row_stats(k);
+    const acc_t m = mean != nullptr ? st[0] : acc_t(0);
+    const acc_t r = st[1];
+
+    acc_t sums[2] = {acc_t(0), acc_t(0)};
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+      if (j < packs) {
+        const XPack xp = xs[j];
+        const XPack gp = gs[j];
+        WPack wp;
+        if (weight != nullptr) {
+          wp = w_s[j];
+        }
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const acc_t xhat = (static_cast<acc_t>(xp.v[e]) - m) * r;
+          const acc_t g = static_cast<acc_t>(gp.v[e]) * weight_at(e, wp);
+          sums[0] += g;
+          sums[1] += g * xhat;
+        }
+      }
+    }
+    row_reduce(sums, threads_per_row, cluster, scratch, slot);
+    const acc_t mean_g = mean != nullptr ? sums[0] * inv_cols : acc_t(0);
+    const acc_t mean_gx = sums[1] * inv_cols;
+
+    const int64_t row = first_row + k * row_step + group;
+    if (row < rows) {
+      T* dxr = dx + row * cols;
+#pragma unroll
+      for (int p = 0; p < kPacks; ++p) {
+        const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+        if (j < packs) {
+          const XPack xp = xs[j];
+          const XPack gp = gs[j];
+          WPack wp;
+          if (weight != nullptr) {
+            wp = w_s[j];
+          }
+          XPack out;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const acc_t xhat = (static_cast<acc_t>(xp.v[e]) - m) * r;
+            const acc_t d = static_cast<acc_t>(gp.v[e]);
+            out.v[e] = static_cast<T>(r * (d * weight_at(e, wp) - mean_g - xhat * mean_gx));
+            dw_acc[p * kVec + e] += d * xhat;
+            db_acc[p * kVec + e] += d;
+          }
+          store_pack<T, kVec>(dxr, pack0 + j, out);
+        }
+      }
+    }
+  }
+
+  // Add the row groups of this CTA in a fixed order, through the (now idle)
+  // staging memory, and write the CTA's slice of its partial row.
+  cp_async_wait(0);
+  acc_t* sums_s = reinterpret_cast<acc_t*>(stage);  // [groups][slice_packs * kVec]
+  const int64_t slice_cols = packs * kVec;
+  acc_t* const parts[2] = {dw_part, db_part};
+  W* const finals[2] = {dweight, dbias};
+#pragma unroll
+  for (int which = 0; which < 2; ++which) {
+    if (parts[which] == nullptr && finals[which] == nullptr) {
+      continue;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+      if (j < packs) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          sums_s[group * slice_cols + j * kVec + e] = which == 0 ? dw_acc[p * kVec + e] : db_acc[p * kVec + e];
+        }
+      }
+    }
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < slice_cols; c += blockDim.x) {
+      acc_t total = acc_t(0);
+      for (int g = 0; g < groups; ++g) {
+        total += sums_s[g * slice_cols + c];
+      }
+      const int64_t col = pack0 * kVec + c;
+      if (finals[which] != nullptr) {
+        finals[which][col] = static_cast<W>(total);
+      } else {
+        parts[which][cluster_id * cols + col] = total;
+      }
+    }
+  }
+  // A CTA leaves only once no peer can still read its reduction scratch.
+  if (cluster > 1) {
+    cluster_or_block_sync(cluster);
+  }
+}
+
 // out[c] = sum over p of part[p][c], in a fixed order (slices, then the tile).
 // blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch for both.
 template <typename acc_t, typename W>
@@ -431,6 +657,99 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
   }
 }
 
+// Launch shape of the staged backward for a cluster of `cluster` CTAs, with
+// `packs` packs per thread; false when a row slice does not fit.
+template <typename T, typename W>
+bool staged_bwd_shape(const BwdArgs<T, W>& a, int cluster, StagedConfig& c, int& packs) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr int64_t kMaxPacks = kMaxStagedAccBytes / sizeof(acc_t) / kVec;
+  const int64_t wpack = a.weight != nullptr ? static_cast<int64_t>(sizeof(Pack<W, kVec>)) : 0;
+  // At most one statistics pair per thread and stage (row groups narrower than a warp).
+  const int64_t stats = kBwdMaxStages * kBwdThreads * 2 * static_cast<int64_t>(sizeof(acc_t));
+  const int64_t budget = static_cast<int64_t>(smem_budget()) - stats;
+  c.cluster = cluster;
+  c.slice_packs = ceil_div(a.cols / kVec, cluster);
+  if (c.slice_packs > kBwdThreads * kMaxPacks || c.slice_packs * (kBwdMinStages * 2 * kPackBytes + wpack) > budget) {
+    return false;
+  }
+  // Rows split over a cluster need whole warps per row.
+  const int64_t min_threads = cluster > 1 ? 32 : 1;
+  c.threads_per_row = static_cast<int>(std::min<int64_t>(
+      kBwdThreads, std::max(min_threads, next_pow2(ceil_div(c.slice_packs, kMaxPacks)))));
+  packs = static_cast<int>(next_pow2(ceil_div(c.slice_packs, c.threads_per_row)));
+  c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
+  const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
+  const int64_t param_bytes = c.slice_packs * wpack;
+  c.stages = static_cast<int>(std::clamp<int64_t>((budget - param_bytes) / stage_bytes, 1, kBwdMaxStages));
+  const int64_t segments = kBwdThreads / std::min(c.threads_per_row, 32);
+  const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
+  c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * (stats_bytes + stage_bytes) + kPackBytes);
+  return true;
+}
+
+template <typename T, typename W, int kPacks>
+void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64_t clusters) {
+  using acc_t = at::opmath_type<T>;
+  auto kernel = norm_bwd_staged_kernel<T, W, kPacks>;
+  // One cluster adds every row itself; more write partial rows for column_sum_kernel.
+  const bool direct = clusters == 1;
+  at::Tensor dw_part = a.dweight != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
+  at::Tensor db_part = a.dbias != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
+  launch_staged(kernel, c, clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
+                data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows, a.cols,
+                c.threads_per_row, c.cluster, c.stages, c.slice_packs);
+  if (!direct && (a.dweight != nullptr || a.dbias != nullptr)) {
+    launch_column_sums(a, dw_part, db_part, clusters);
+  }
+}
+
+// Picks the cluster size (the smallest that fits, larger while partial rows
+// are a large share of the traffic) and launches the staged backward; false
+// when no cluster fits (then the register kernels run).
+template <typename T, typename W>
+bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
+  using acc_t = at::opmath_type<T>;
+  const int max_cluster = max_cluster_size();
+  StagedConfig c;
+  int packs = 1;
+  int cluster = 1;
+  while (!staged_bwd_shape(a, cluster, c, packs)) {
+    if (cluster >= max_cluster) {
+      return false;
+    }
+    cluster *= 2;
+  }
+  const int64_t params = (a.dweight != nullptr ? 1 : 0) + (a.dbias != nullptr ? 1 : 0);
+  const int64_t moved = 3 * a.rows * a.cols * static_cast<int64_t>(sizeof(T));
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  while (cluster < max_cluster) {
+    const int64_t clusters = std::min<int64_t>(sms / cluster, ceil_div(a.rows, c.groups));
+    const int64_t partial = 2 * clusters * a.cols * params * static_cast<int64_t>(sizeof(acc_t));
+    StagedConfig wider;
+    int wider_packs = 1;
+    if (clusters <= 1 || partial < kMinPartialBytes || partial <= kMaxPartialShare * moved ||
+        !staged_bwd_shape(a, cluster * 2, wider, wider_packs)) {
+      break;
+    }
+    cluster *= 2;
+    c = wider;
+    packs = wider_packs;
+  }
+  packs_switch(packs, [&](auto p) {
+    constexpr int kPacks = decltype(p)::value;
+    constexpr int kVec = kPackBytes / sizeof(T);
+    if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
+      auto kernel = norm_bwd_staged_kernel<T, W, kPacks>;
+      const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
+      launch_norm_bwd_staged<T, W, kPacks>(a, c, clusters);
+    } else {
+      TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
+    }
+  });
+  return true;
+}
+
 template <typename T, typename W, int kVec>
 void launch_norm_bwd(const BwdArgs<T, W>& a) {
   using acc_t = at::opmath_type<T>;
@@ -462,17 +781,18 @@ void launch_norm_bwd(const BwdArgs<T, W>& a) {
   });
 }
 
-// The one place that picks a kernel: 16-byte packs when the row width and
-// every pointer allow them, else single elements; then by row width.
+// The one place that picks a kernel: with 16-byte packs (row width and every
+// pointer allow them) the staged kernel, else the register kernels with single
+// elements; the register kernels also take rows too wide to stage.
 template <typename T, typename W>
 void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
   const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.dy, kPackBytes) &&
       is_aligned(a.dx, kPackBytes) && is_aligned(a.weight, sizeof(W) * kVec);
-  if (vectorised) {
-    launch_norm_bwd<T, W, kVec>(a);
-  } else {
+  if (!vectorised) {
     launch_norm_bwd<T, W, 1>(a);
+  } else if (!run_norm_bwd_staged(a)) {
+    launch_norm_bwd<T, W, kVec>(a);
   }
 }
 

@@ -7,6 +7,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
 
+#include <cooperative_groups.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -118,6 +121,10 @@ inline bool is_aligned(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
 
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
 inline int64_t next_pow2(int64_t v) {
   int64_t p = 1;
   while (p < v) {
@@ -169,6 +176,245 @@ int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block_threads, smem_bytes));
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   return static_cast<int64_t>(std::max(per_sm, 1)) * sms;
+}
+
+
+// -----------------------------------------------------------------------------
+// Staged rows: cp.async copies into shared memory, several rows ahead
+// -----------------------------------------------------------------------------
+
+// cp.async needs sm_80; thread-block clusters and distributed shared memory sm_90.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define REFERENCE_OPS_CP_ASYNC 1
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define REFERENCE_OPS_CLUSTERS 1
+#endif
+
+// Copies 16 bytes global -> shared without passing through registers; when
+// `valid` is false nothing is read and the 16 bytes are zero-filled.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+#ifdef REFERENCE_OPS_CP_ASYNC
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+#else
+  *static_cast<uint4*>(smem) = valid ? *static_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
+#endif
+}
+
+// Same for one 4- or 8-byte value (row statistics).
+template <int kBytes>
+__device__ __forceinline__ void cp_async_small(void* smem, const void* gmem, bool valid) {
+  static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
+#ifdef REFERENCE_OPS_CP_ASYNC
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(kBytes),
+               "r"(valid ? kBytes : 0));
+#else
+  using V = std::conditional_t<kBytes == 4, unsigned, unsigned long long>;
+  *static_cast<V*>(smem) = valid ? *static_cast<const V*>(gmem) : V(0);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#ifdef REFERENCE_OPS_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+// Waits until at most `pending` of this thread's committed groups are in flight
+// (0..3; the operand must be an immediate). Only the issuing thread sees the data.
+__device__ __forceinline__ void cp_async_wait(int pending) {
+#ifdef REFERENCE_OPS_CP_ASYNC
+  switch (pending) {
+    case 0:
+      asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+      break;
+    case 1:
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+      break;
+    case 2:
+      asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+      break;
+    default:
+      asm volatile("cp.async.wait_group 3;\n" ::: "memory");
+      break;
+  }
+#endif
+}
+
+// Rows split over the CTAs of a thread-block cluster (1 = no cluster).
+__device__ __forceinline__ unsigned cluster_rank() {
+#ifdef REFERENCE_OPS_CLUSTERS
+  return cooperative_groups::this_cluster().block_rank();
+#else
+  return 0;
+#endif
+}
+
+// Barrier over the whole cluster (every thread of every CTA), or the CTA.
+__device__ __forceinline__ void cluster_or_block_sync(int cluster) {
+#ifdef REFERENCE_OPS_CLUSTERS
+  if (cluster > 1) {
+    cooperative_groups::this_cluster().sync();
+    return;
+  }
+#endif
+  __syncthreads();
+}
+
+// `p` in the shared memory of CTA `rank` of the cluster (this CTA's when there is none).
+template <typename U>
+__device__ __forceinline__ const U* cluster_peer(U* p, int cluster, int rank) {
+#ifdef REFERENCE_OPS_CLUSTERS
+  if (cluster > 1) {
+    return cooperative_groups::this_cluster().map_shared_rank(p, rank);
+  }
+#endif
+  return p;
+}
+
+// The dynamic shared memory of a staged kernel (one declaration for every kernel).
+__device__ __forceinline__ unsigned char* dynamic_smem() {
+  extern __shared__ __align__(128) unsigned char staged_smem[];
+  return staged_smem;
+}
+
+// Scratch for row_reduce: two slots (alternating, so one barrier per reduction
+// suffices) of kN values x 32 warps.
+template <typename U, int kN>
+struct ReduceScratch {
+  U v[2][kN][32];
+};
+
+// Sums kN values over a row group of `threads_per_row` threads (a power of two;
+// groups wider than a warp are whole warps) and over the `cluster` CTAs that
+// share a row (then one group per CTA). Warp sums go to shared memory; after one
+// barrier every warp adds all of its row's warp sums, lane l taking entries
+// l, l + 32, ... in rank-major order, then a butterfly: a fixed order, so the
+// result is bitwise identical on every thread and every run. Every thread of
+// every CTA of the cluster must call it. `slot` alternates between calls.
+template <int kN, typename U>
+__device__ __forceinline__ void row_reduce(
+    U (&v)[kN],
+    int threads_per_row,
+    int cluster,
+    ReduceScratch<U, kN>& scratch,
+    int& slot) {
+  if (threads_per_row <= 32 && cluster == 1) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      v[i] = group_sum(v[i], threads_per_row);
+    }
+    return;
+  }
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    v[i] = group_sum(v[i], 32);
+    if (lane == 0) {
+      scratch.v[slot][i][warp] = v[i];
+    }
+  }
+  cluster_or_block_sync(cluster);
+  const int warps_per_row = threads_per_row >> 5;
+  const int first = warp - warp % warps_per_row;
+  const int entries = cluster * warps_per_row;
+  U acc[kN];
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    acc[i] = U(0);
+  }
+  for (int e = lane; e < entries; e += 32) {
+    const int rank = e / warps_per_row;
+    const ReduceScratch<U, kN>* src = cluster_peer(&scratch, cluster, rank);
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      acc[i] += src->v[slot][i][first + e % warps_per_row];
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    v[i] = group_sum(acc[i], 32);
+  }
+  slot ^= 1;
+}
+
+// The launch shape of a staged kernel: CTAs of `threads_per_row * groups`
+// threads, `cluster` CTAs sharing each row (each a slice of `slice_packs`
+// packs), `stages` rows per group staged ahead in shared memory.
+struct StagedConfig {
+  int threads_per_row = 1;
+  int groups = 1;
+  int cluster = 1;
+  int stages = 1;
+  int64_t slice_packs = 0;
+  size_t smem_bytes = 0;
+  int threads() const {
+    return threads_per_row * groups;
+  }
+};
+
+// Largest cluster the device runs (8 is portable; none before sm_90).
+inline int max_cluster_size() {
+  return at::cuda::getCurrentDeviceProperties()->major >= 9 ? 8 : 1;
+}
+
+// Shared memory one CTA may use (opt-in limit), less a margin for static arrays.
+inline size_t smem_budget() {
+  return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 4096;
+}
+
+// How many clusters of `kernel` (with cfg's shape) are resident at once, after
+// raising the kernel's dynamic shared memory limit to cfg.smem_bytes.
+template <typename Kernel>
+int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(cfg.smem_bytes)));
+  int64_t resident = 0;
+  if (cfg.cluster > 1) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cfg.cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    config.gridDim = dim3(cfg.cluster);
+    config.blockDim = dim3(cfg.threads());
+    config.dynamicSmemBytes = cfg.smem_bytes;
+    int clusters = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    resident = clusters;
+  } else {
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cfg.threads(), cfg.smem_bytes));
+    resident = static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  }
+  TORCH_CHECK(resident > 0, "reference_ops: internal error, a ", cfg.threads(), "-thread CTA with ", cfg.smem_bytes,
+              " bytes of shared memory does not fit on this GPU");
+  return resident;
+}
+
+// Launches `clusters` clusters of `kernel` (a persistent grid) on the current stream.
+template <typename Kernel, typename... Args>
+void launch_staged(Kernel kernel, const StagedConfig& cfg, int64_t clusters, Args... args) {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cfg.cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  config.attrs = attr;
+  config.numAttrs = cfg.cluster > 1 ? 1 : 0;
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cfg.cluster));
+  config.blockDim = dim3(cfg.threads());
+  config.dynamicSmemBytes = cfg.smem_bytes;
+  config.stream = at::cuda::getCurrentCUDAStream();
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 } // namespace cuda

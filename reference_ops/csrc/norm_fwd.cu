@@ -35,6 +35,15 @@ constexpr int kMaxRowBytesPerThread = 64;
 // Block size of the uncached kernel (one row per block).
 constexpr int kUncachedThreads = 1024;
 
+// Staged kernel: rows staged per row group (one being normalised, the others in
+// flight); wide rows are split over a cluster until kFwdMinStages fit.
+constexpr int kFwdMinStages = 3;
+constexpr int kFwdMaxStages = 4;
+// Packs of a row slice per thread, aimed for when choosing threads_per_row.
+constexpr int64_t kFwdPacksPerThread = 4;
+// CTA size when several narrow rows share a CTA.
+constexpr int kFwdNarrowThreads = 256;
+
 // -----------------------------------------------------------------------------
 // Kernels
 // -----------------------------------------------------------------------------
@@ -225,6 +234,159 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
   }
 }
 
+
+// Staged forward (16-byte packs): a persistent grid; each row group of
+// threads_per_row threads works on `stages` rows at once, one being normalised
+// while the next ones are copied into shared memory by cp.async (each thread
+// copies and later reads only its own packs, so the copies need no barrier).
+// Rows too wide for one CTA's shared memory are split over a cluster of CTAs
+// whose row sums meet through distributed shared memory. Weight and bias are
+// staged once. Statistics use the exact two-pass formula over the staged row.
+template <typename T, typename W>
+__global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_staged_kernel(
+    const T* __restrict__ x,
+    const W* __restrict__ weight,
+    const W* __restrict__ bias,
+    T* __restrict__ y,
+    at::opmath_type<T>* __restrict__ mean_out,
+    at::opmath_type<T>* __restrict__ rstd_out,
+    int64_t rows,
+    int64_t cols,
+    int threads_per_row,
+    int cluster,
+    int stages,
+    int64_t slice_packs,
+    at::opmath_type<T> eps,
+    bool rms) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int kVec = kPackBytes / sizeof(T);
+  using XPack = Pack<T, kVec>;
+  using WPack = Pack<W, kVec>;
+  __shared__ ReduceScratch<acc_t, 1> scratch;
+  const int groups = blockDim.x / threads_per_row;
+  const int group = threadIdx.x / threads_per_row;
+  const int lane = threadIdx.x & (threads_per_row - 1);
+  const int64_t rank = cluster_rank();
+  const int64_t cluster_id = blockIdx.x / cluster;
+  const int64_t clusters = gridDim.x / cluster;
+  const int64_t pack0 = rank * slice_packs;
+  const int64_t packs = slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0);
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+
+  // Shared memory: weight and bias slices, then [stages][groups][slice_packs] staged x.
+  WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
+  WPack* b_s = w_s + (weight != nullptr ? slice_packs : 0);
+  XPack* stage = reinterpret_cast<XPack*>(b_s + (bias != nullptr ? slice_packs : 0));
+  for (int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    if (weight != nullptr) {
+      w_s[j] = load_pack<W, kVec>(weight, pack0 + j);
+    }
+    if (bias != nullptr) {
+      b_s[j] = load_pack<W, kVec>(bias, pack0 + j);
+    }
+  }
+  __syncthreads();
+
+  // Iteration k of this CTA handles row first_row + k * row_step + group.
+  const int64_t first_row = cluster_id * groups;
+  const int64_t row_step = clusters * groups;
+  const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
+  auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * slice_packs; };
+  auto issue = [&](int64_t k) {
+    const int64_t row = first_row + k * row_step + group;
+    const bool ok = row < rows;
+    const XPack* src = reinterpret_cast<const XPack*>(x + (ok ? row : 0) * cols) + pack0;
+    XPack* dst = staged(k);
+    for (int64_t j = lane; j < packs; j += threads_per_row) {
+      cp_async_16(dst + j, src + j, ok);
+    }
+  };
+  for (int64_t k = 0; k < stages - 1; ++k) {
+    if (k < iters) {
+      issue(k);
+    }
+    cp_async_commit();
+  }
+
+  int slot = 0;
+  for (int64_t k = 0; k < iters; ++k) {
+    if (k + stages - 1 < iters) {
+      issue(k + stages - 1);
+    }
+    // One group per iteration, empty or not, so "all but stages - 1" always means row k.
+    cp_async_commit();
+    cp_async_wait(stages - 1);
+    const XPack* xs = staged(k);
+
+    acc_t mean = acc_t(0);
+    if (!rms) {
+      acc_t sum[1] = {acc_t(0)};
+#pragma unroll 4
+      for (int64_t j = lane; j < packs; j += threads_per_row) {
+        const XPack p = xs[j];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          sum[0] += static_cast<acc_t>(p.v[e]);
+        }
+      }
+      row_reduce(sum, threads_per_row, cluster, scratch, slot);
+      mean = sum[0] * inv_cols;
+    }
+    acc_t sq[1] = {acc_t(0)};
+#pragma unroll 4
+    for (int64_t j = lane; j < packs; j += threads_per_row) {
+      const XPack p = xs[j];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t d = static_cast<acc_t>(p.v[e]) - mean;
+        sq[0] += d * d;
+      }
+    }
+    row_reduce(sq, threads_per_row, cluster, scratch, slot);
+    const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
+
+    const int64_t row = first_row + k * row_step + group;
+    if (row < rows) {
+      if (lane == 0 && rank == 0) {
+        if (mean_out != nullptr) {
+          mean_out[row] = mean;
+        }
+        rstd_out[row] = rstd;
+      }
+      T* yr = y + row * cols;
+#pragma unroll 4
+      for (int64_t j = lane; j < packs; j += threads_per_row) {
+        const XPack p = xs[j];
+        WPack wp;
+        WPack bp;
+        if (weight != nullptr) {
+          wp = w_s[j];
+        }
+        if (bias != nullptr) {
+          bp = b_s[j];
+        }
+        XPack out;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          acc_t v = (static_cast<acc_t>(p.v[e]) - mean) * rstd;
+          if (weight != nullptr) {
+            v *= static_cast<acc_t>(wp.v[e]);
+          }
+          if (bias != nullptr) {
+            v += static_cast<acc_t>(bp.v[e]);
+          }
+          out.v[e] = static_cast<T>(v);
+        }
+        store_pack<T, kVec>(yr, pack0 + j, out);
+      }
+    }
+  }
+  // A CTA leaves only once no peer can still read its reduction scratch.
+  if (cluster > 1) {
+    cluster_or_block_sync(cluster);
+  }
+}
+
 // -----------------------------------------------------------------------------
 // Launchers
 // -----------------------------------------------------------------------------
@@ -273,18 +435,56 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
   });
 }
 
-// The one place that picks a kernel: 16-byte packs when the row width and
-// every pointer allow them, else single elements; then by row width.
+// Launch shape of the staged kernel, or false when a row slice does not fit in
+// shared memory even split over the largest cluster (then the register kernels run).
+template <typename T, typename W>
+bool staged_fwd_config(const FwdArgs<T, W>& a, StagedConfig& c) {
+  constexpr int kVec = kPackBytes / sizeof(T);
+  const int64_t num_packs = a.cols / kVec;
+  const int64_t params = (a.weight != nullptr ? 1 : 0) + (a.bias != nullptr ? 1 : 0);
+  const int64_t param_pack_bytes = params * static_cast<int64_t>(sizeof(Pack<W, kVec>));
+  const int64_t budget = static_cast<int64_t>(smem_budget());
+  const int max_cluster = max_cluster_size();
+  const int64_t per_pack = kFwdMinStages * kPackBytes + param_pack_bytes;
+  c.cluster = 1;
+  while (c.cluster < max_cluster && ceil_div(num_packs, c.cluster) * per_pack > budget) {
+    c.cluster *= 2;
+  }
+  c.slice_packs = ceil_div(num_packs, c.cluster);
+  if (c.slice_packs * per_pack > budget) {
+    return false;
+  }
+  c.threads_per_row = static_cast<int>(
+      std::min<int64_t>(kMaxThreadsPerRow, next_pow2(ceil_div(c.slice_packs, kFwdPacksPerThread))));
+  c.groups = c.cluster == 1 ? std::max(1, kFwdNarrowThreads / c.threads_per_row) : 1;
+  const int64_t param_bytes = c.slice_packs * param_pack_bytes;
+  const int64_t stage_bytes = c.groups * c.slice_packs * kPackBytes;
+  c.stages = static_cast<int>(std::clamp<int64_t>((budget - param_bytes) / stage_bytes, 1, kFwdMaxStages));
+  c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * stage_bytes);
+  return true;
+}
+
+// The one place that picks a kernel: with 16-byte packs (row width and every
+// pointer allow them) the staged kernel, else the register kernels with single
+// elements; the register kernels also take rows too wide to stage.
 template <typename T, typename W>
 void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
   const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.y, kPackBytes) &&
       is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
-  if (vectorised) {
-    launch_norm_fwd<T, W, kVec>(a);
-  } else {
+  if (!vectorised) {
     launch_norm_fwd<T, W, 1>(a);
+    return;
   }
+  StagedConfig c;
+  if (!staged_fwd_config(a, c)) {
+    launch_norm_fwd<T, W, kVec>(a);
+    return;
+  }
+  auto kernel = norm_fwd_staged_kernel<T, W>;
+  const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
+  launch_staged(kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean,
+                a.rstd, a.rows, a.cols, c.threads_per_row, c.cluster, c.stages, c.slice_packs, a.eps, a.rms);
 }
 
 // -----------------------------------------------------------------------------

@@ -142,9 +142,19 @@ def test_rms_norm_matches_functional(mode, dtype, M, N, device):
     check_against_reference("rms_norm", mode, M, N, dtype, device, eps=None)
 
 
-# Wide rows, many rows and odd widths: every kernel of the dispatch (register rows,
-# uncached rows, the wide-row backward, single-element fallback) on each device.
-WIDE_SHAPES = [(3, 8200), (5, 16384), (64, 32768), (2, 65536), (3, 65537), (2, 131072), (20000, 64), (3000, 1024)]
+# Wide rows, many rows and odd widths: every kernel of the dispatch (staged rows, one CTA or a
+# cluster per row, several rows per cluster; register rows; single-element fallback) on each device.
+WIDE_SHAPES = [
+    (3, 8200),
+    (5, 16384),
+    (64, 32768),
+    (257, 32768),
+    (2, 65536),
+    (3, 65537),
+    (2, 131072),
+    (20000, 64),
+    (3000, 1024),
+]
 
 
 # float64 only where the shape is small enough for it to stay quick; the smaller shapes cover it.
