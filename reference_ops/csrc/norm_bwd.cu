@@ -8,15 +8,19 @@
 // to a workspace and column_sum_kernel adds the partial rows in a fixed order,
 // so results are bitwise reproducible.
 //
-// One kernel family, chosen by row width in dispatch_norm_bwd:
-//   * norm_bwd_kernel: persistent grid; x and dy of a row live in registers,
-//     the thread's dweight / dbias columns accumulate in registers across all
-//     rows the block visits, then the row groups of a block are added in
-//     shared memory. One pass over x and dy.
-//   * wide rows (more than kMaxBwdAccBytes of accumulators per thread):
-//     norm_bwd_row_stats_kernel computes mean(g) and mean(g * xhat) per row,
-//     then norm_bwd_columns_kernel walks column strips over chunks of rows,
-//     writing dx and per-chunk partials. Two passes over x and dy.
+// One kernel family, chosen in dispatch_norm_bwd:
+//   * norm_bwd_staged_kernel (16-byte-aligned rows): persistent CTAs stream x,
+//     dy and the statistics of the next rows into shared memory with cp.async;
+//     each thread owns the same columns in every row, so its dweight / dbias
+//     accumulate in registers; rows too wide for one CTA (or too few per SM)
+//     are split over a thread-block cluster (sm_90). One pass over x and dy.
+//   * norm_bwd_kernel: the same without staging, for single elements (odd N or
+//     unaligned pointers) and rows the staged kernel cannot hold.
+//   * wide rows (more than kMaxBwdAccBytes of accumulators per thread) that
+//     the staged kernel cannot take: norm_bwd_row_stats_kernel computes
+//     mean(g) and mean(g * xhat) per row, then norm_bwd_columns_kernel walks
+//     column strips over chunks of rows, writing dx and per-chunk partials.
+//     Two passes over x and dy.
 
 #include "norm.h"
 #include "norm_common.cuh"

@@ -169,6 +169,18 @@ void packs_switch(int p, F&& f) {
   }
 }
 
+// Runs `f` with the runtime flag `cond` as the compile-time constant `kName`
+// (one instantiation for each value).
+#define BOOL_SWITCH(cond, kName, ...)       \
+  [&] {                                     \
+    if (cond) {                             \
+      constexpr bool kName = true;          \
+      return __VA_ARGS__();                 \
+    }                                       \
+    constexpr bool kName = false;           \
+    return __VA_ARGS__();                   \
+  }()
+
 // Number of blocks that keep every SM busy for a kernel with this block size.
 template <typename Kernel>
 int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {

@@ -2,13 +2,15 @@
 // reference_ops::rms_norm_fwd.
 //
 // One kernel family serves both ops (RMSNorm is LayerNorm without centring and
-// bias), chosen by row width in dispatch_norm_fwd:
-//   * norm_fwd_kernel: the row lives in registers, in x's own dtype, spread
-//     over threads_per_row threads (a power of two, 1..1024), up to 64 bytes
-//     (and 8 packs) per thread. Statistics use the exact two-pass formula over the
-//     registers: mean = sum(x)/N, var = sum((x-mean)^2)/N.
-//   * norm_fwd_uncached_kernel: wider rows; one block per row reads the row
-//     twice (the second read mostly hits L2). Statistics use shifted sums
+// bias), chosen in dispatch_norm_fwd:
+//   * norm_fwd_staged_kernel (16-byte-aligned rows): persistent CTAs stream
+//     rows into shared memory with cp.async a few rows ahead; each thread keeps
+//     its packs in registers for the exact two-pass statistics
+//     (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output. Rows wider
+//     than one CTA holds are split over a thread-block cluster (sm_90).
+//   * norm_fwd_kernel / norm_fwd_uncached_kernel: single elements (odd N or
+//     unaligned pointers), and aligned rows too wide to stage (or clusters
+//     unavailable): the row in registers, or read twice with shifted sums
 //     (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
 
 #include "norm.h"
@@ -37,12 +39,13 @@ constexpr int kUncachedThreads = 1024;
 
 // Staged kernel: rows staged per row group (one being normalised, the others in
 // flight); wide rows are split over a cluster until kFwdMinStages fit.
-constexpr int kFwdMinStages = 3;
-constexpr int kFwdMaxStages = 4;
-// Packs of a row slice per thread, aimed for when choosing threads_per_row.
-constexpr int64_t kFwdPacksPerThread = 4;
-// CTA size when several narrow rows share a CTA.
-constexpr int kFwdNarrowThreads = 256;
+constexpr int kFwdMinStages = 2;
+constexpr int kFwdMaxStages = 3;
+// Threads of a staged CTA (at most; narrow rows share one).
+constexpr int kFwdThreads = 512;
+// Bytes of a row a thread keeps in registers (as acc_t: 32 floats); wider
+// slices take more threads, then a cluster.
+constexpr int kFwdRegisterBytes = 128;
 
 // -----------------------------------------------------------------------------
 // Kernels
@@ -239,11 +242,12 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // threads_per_row threads works on `stages` rows at once, one being normalised
 // while the next ones are copied into shared memory by cp.async (each thread
 // copies and later reads only its own packs, so the copies need no barrier).
-// Rows too wide for one CTA's shared memory are split over a cluster of CTAs
-// whose row sums meet through distributed shared memory. Weight and bias are
-// staged once. Statistics use the exact two-pass formula over the staged row.
-template <typename T, typename W>
-__global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_staged_kernel(
+// A thread reads its kPacks packs once and keeps them in registers for the
+// exact two-pass statistics and the output. Rows too wide for one CTA are split
+// over a cluster of CTAs: each computes its slice's statistics, and one exchange
+// through distributed shared memory combines them. Weight and bias are staged once.
+template <typename T, typename W, int kPacks, bool kRms>
+__global__ void __launch_bounds__(kFwdThreads, 1) norm_fwd_staged_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
     const W* __restrict__ bias,
@@ -256,13 +260,13 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_staged_kernel(
     int cluster,
     int stages,
     int64_t slice_packs,
-    at::opmath_type<T> eps,
-    bool rms) {
+    at::opmath_type<T> eps) {
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   using XPack = Pack<T, kVec>;
   using WPack = Pack<W, kVec>;
   __shared__ ReduceScratch<acc_t, 1> scratch;
+  __shared__ acc_t combine[2][2];  // this CTA's (mean, squared deviations) of a row, by row parity
   const int groups = blockDim.x / threads_per_row;
   const int group = threadIdx.x / threads_per_row;
   const int lane = threadIdx.x & (threads_per_row - 1);
@@ -270,14 +274,16 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_staged_kernel(
   const int64_t cluster_id = blockIdx.x / cluster;
   const int64_t clusters = gridDim.x / cluster;
   const int64_t pack0 = rank * slice_packs;
-  const int64_t packs = slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0);
+  // In-slice pack indices fit in int: a slice is at most kFwdThreads * kPacks packs.
+  const int packs = static_cast<int>(
+      slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0));
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
   // Shared memory: weight and bias slices, then [stages][groups][slice_packs] staged x.
   WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
   WPack* b_s = w_s + (weight != nullptr ? slice_packs : 0);
   XPack* stage = reinterpret_cast<XPack*>(b_s + (bias != nullptr ? slice_packs : 0));
-  for (int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+  for (int j = threadIdx.x; j < packs; j += blockDim.x) {
     if (weight != nullptr) {
       w_s[j] = load_pack<W, kVec>(weight, pack0 + j);
     }
@@ -297,8 +303,12 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_staged_kernel(
     const bool ok = row < rows;
     const XPack* src = reinterpret_cast<const XPack*>(x + (ok ? row : 0) * cols) + pack0;
     XPack* dst = staged(k);
-    for (int64_t j = lane; j < packs; j += threads_per_row) {
-      cp_async_16(dst + j, src + j, ok);
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int j = lane + p * threads_per_row;
+      if (j < packs) {
+        cp_async_16(dst + j, src + j, ok);
+      }
     }
   };
   for (int64_t k = 0; k < stages - 1; ++k) {
@@ -318,66 +328,103 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow) norm_fwd_staged_kernel(
     cp_async_wait(stages - 1);
     const XPack* xs = staged(k);
 
-    acc_t mean = acc_t(0);
-    if (!rms) {
-      acc_t sum[1] = {acc_t(0)};
-#pragma unroll 4
-      for (int64_t j = lane; j < packs; j += threads_per_row) {
-        const XPack p = xs[j];
+    XPack xp[kPacks];
+    acc_t sum[1] = {acc_t(0)};
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int j = lane + p * threads_per_row;
+      if (j < packs) {
+        xp[p] = xs[j];
+      } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          sum[0] += static_cast<acc_t>(p.v[e]);
+          xp[p].v[e] = T(0);
         }
       }
-      row_reduce(sum, threads_per_row, cluster, scratch, slot);
-      mean = sum[0] * inv_cols;
+      if constexpr (!kRms) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          sum[0] += static_cast<acc_t>(xp[p].v[e]);
+        }
+      }
+    }
+    // Exact two-pass statistics over the row group (a CTA's slice when clustered).
+    acc_t mean = acc_t(0);
+    if constexpr (!kRms) {
+      row_reduce(sum, threads_per_row, 1, scratch, slot);
+      mean = sum[0] / static_cast<acc_t>(cluster == 1 ? cols : packs * kVec > 0 ? packs * kVec : 1);
     }
     acc_t sq[1] = {acc_t(0)};
-#pragma unroll 4
-    for (int64_t j = lane; j < packs; j += threads_per_row) {
-      const XPack p = xs[j];
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int j = lane + p * threads_per_row;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const acc_t d = static_cast<acc_t>(p.v[e]) - mean;
+        const acc_t d = j < packs ? static_cast<acc_t>(xp[p].v[e]) - mean : acc_t(0);
         sq[0] += d * d;
       }
     }
-    row_reduce(sq, threads_per_row, cluster, scratch, slot);
+    row_reduce(sq, threads_per_row, 1, scratch, slot);
+    if (cluster > 1) {
+      // One exchange per row across the cluster: the slices' (mean, sum of squared
+      // deviations) pairs, combined in rank order (Chan, Golub & LeVeque 1979).
+      if (threadIdx.x == 0) {
+        combine[k & 1][0] = mean;
+        combine[k & 1][1] = sq[0];
+      }
+      cluster_or_block_sync(cluster);
+      auto slice_count = [&](int r) {
+        const int64_t first = r * slice_packs;
+        const int64_t left = first < cols / kVec ? cols / kVec - first : 0;
+        return static_cast<acc_t>((left < slice_packs ? left : slice_packs) * kVec);
+      };
+      acc_t total = acc_t(0);
+      acc_t m2 = acc_t(0);
+      for (int r = 0; r < cluster; ++r) {
+        const acc_t(*peer)[2] = cluster_peer(combine, cluster, r);
+        total += peer[k & 1][0] * slice_count(r);
+        m2 += peer[k & 1][1];
+      }
+      mean = total * inv_cols;
+      for (int r = 0; r < cluster; ++r) {
+        const acc_t d = cluster_peer(combine, cluster, r)[k & 1][0] - mean;
+        m2 += slice_count(r) * d * d;
+      }
+      sq[0] = m2;
+    }
     const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
 
     const int64_t row = first_row + k * row_step + group;
     if (row < rows) {
       if (lane == 0 && rank == 0) {
-        if (mean_out != nullptr) {
+        if constexpr (!kRms) {
           mean_out[row] = mean;
         }
         rstd_out[row] = rstd;
       }
       T* yr = y + row * cols;
-#pragma unroll 4
-      for (int64_t j = lane; j < packs; j += threads_per_row) {
-        const XPack p = xs[j];
-        WPack wp;
-        WPack bp;
-        if (weight != nullptr) {
-          wp = w_s[j];
-        }
-        if (bias != nullptr) {
-          bp = b_s[j];
-        }
-        XPack out;
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          acc_t v = (static_cast<acc_t>(p.v[e]) - mean) * rstd;
+      for (int p = 0; p < kPacks; ++p) {
+        const int j = lane + p * threads_per_row;
+        if (j < packs) {
+          WPack wp;
+          WPack bp;
           if (weight != nullptr) {
-            v *= static_cast<acc_t>(wp.v[e]);
+            wp = w_s[j];
           }
           if (bias != nullptr) {
-            v += static_cast<acc_t>(bp.v[e]);
+            bp = b_s[j];
           }
-          out.v[e] = static_cast<T>(v);
+          XPack out;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            const acc_t t = (static_cast<acc_t>(xp[p].v[e]) - mean) * rstd;
+            const acc_t wv = weight != nullptr ? static_cast<acc_t>(wp.v[e]) : acc_t(1);
+            const acc_t bv = bias != nullptr ? static_cast<acc_t>(bp.v[e]) : acc_t(0);
+            out.v[e] = static_cast<T>(t * wv + bv);
+          }
+          store_pack<T, kVec>(yr, pack0 + j, out);
         }
-        store_pack<T, kVec>(yr, pack0 + j, out);
       }
     }
   }
@@ -438,25 +485,34 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
 // Launch shape of the staged kernel, or false when a row slice does not fit in
 // shared memory even split over the largest cluster (then the register kernels run).
 template <typename T, typename W>
-bool staged_fwd_config(const FwdArgs<T, W>& a, StagedConfig& c) {
+bool staged_fwd_config(const FwdArgs<T, W>& a, StagedConfig& c, int& packs) {
+  using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr int64_t kMaxPacks = kFwdRegisterBytes / sizeof(acc_t) / kVec;
   const int64_t num_packs = a.cols / kVec;
   const int64_t params = (a.weight != nullptr ? 1 : 0) + (a.bias != nullptr ? 1 : 0);
   const int64_t param_pack_bytes = params * static_cast<int64_t>(sizeof(Pack<W, kVec>));
   const int64_t budget = static_cast<int64_t>(smem_budget());
   const int max_cluster = max_cluster_size();
   const int64_t per_pack = kFwdMinStages * kPackBytes + param_pack_bytes;
+  auto fits = [&](int cluster) {
+    const int64_t slice = ceil_div(num_packs, cluster);
+    return slice <= kFwdThreads * kMaxPacks && slice * per_pack <= budget;
+  };
   c.cluster = 1;
-  while (c.cluster < max_cluster && ceil_div(num_packs, c.cluster) * per_pack > budget) {
+  while (c.cluster < max_cluster && !fits(c.cluster)) {
     c.cluster *= 2;
   }
-  c.slice_packs = ceil_div(num_packs, c.cluster);
-  if (c.slice_packs * per_pack > budget) {
+  if (!fits(c.cluster)) {
     return false;
   }
+  c.slice_packs = ceil_div(num_packs, c.cluster);
+  // Rows split over a cluster need whole warps per row.
+  const int64_t min_threads = c.cluster > 1 ? 32 : 1;
   c.threads_per_row = static_cast<int>(
-      std::min<int64_t>(kMaxThreadsPerRow, next_pow2(ceil_div(c.slice_packs, kFwdPacksPerThread))));
-  c.groups = c.cluster == 1 ? std::max(1, kFwdNarrowThreads / c.threads_per_row) : 1;
+      std::min<int64_t>(kFwdThreads, std::max(min_threads, next_pow2(ceil_div(c.slice_packs, kMaxPacks)))));
+  packs = static_cast<int>(next_pow2(ceil_div(c.slice_packs, c.threads_per_row)));
+  c.groups = c.cluster == 1 ? kFwdThreads / c.threads_per_row : 1;
   const int64_t param_bytes = c.slice_packs * param_pack_bytes;
   const int64_t stage_bytes = c.groups * c.slice_packs * kPackBytes;
   c.stages = static_cast<int>(std::clamp<int64_t>((budget - param_bytes) / stage_bytes, 1, kFwdMaxStages));
@@ -477,14 +533,24 @@ void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
     return;
   }
   StagedConfig c;
-  if (!staged_fwd_config(a, c)) {
+  int packs = 1;
+  if (!staged_fwd_config(a, c, packs)) {
     launch_norm_fwd<T, W, kVec>(a);
     return;
   }
-  auto kernel = norm_fwd_staged_kernel<T, W>;
-  const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
-  launch_staged(kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean,
-                a.rstd, a.rows, a.cols, c.threads_per_row, c.cluster, c.stages, c.slice_packs, a.eps, a.rms);
+  packs_switch(packs, [&](auto p) {
+    constexpr int kPacks = decltype(p)::value;
+    if constexpr (kPacks * kVec * sizeof(at::opmath_type<T>) <= kFwdRegisterBytes) {
+      BOOL_SWITCH(a.rms, kRms, [&] {
+        auto kernel = norm_fwd_staged_kernel<T, W, kPacks, kRms>;
+        const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
+        launch_staged(kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols,
+                      c.threads_per_row, c.cluster, c.stages, c.slice_packs, a.eps);
+      });
+    } else {
+      TORCH_CHECK(false, "reference_ops: internal error, staged forward packs per thread ", kPacks);
+    }
+  });
 }
 
 // -----------------------------------------------------------------------------

@@ -103,12 +103,16 @@ def _rms_norm_bwd_fake(dy, x, rstd, normalized_shape, weight):
 def _layer_norm_setup_context(ctx, inputs, output):
     x, normalized_shape, weight, bias, _eps = inputs
     _y, mean, rstd = output
+    # mean / rstd never receive gradients: no zero tensors (and fill kernels) for them.
+    ctx.set_materialize_grads(False)
     ctx.normalized_shape = normalized_shape
     ctx.has_bias = bias is not None
     ctx.save_for_backward(x, mean, rstd, weight, bias)
 
 
 def _layer_norm_backward(ctx, dy, _dmean, _drstd) -> Tuple[Optional[Tensor], ...]:
+    if dy is None:  # only mean / rstd were used: they carry no gradient
+        return None, None, None, None, None
     x, mean, rstd, weight, bias = ctx.saved_tensors
     dx, dweight, dbias = torch.ops.reference_ops.layer_norm_bwd(
         dy, x, mean, rstd, ctx.normalized_shape, weight, bias
@@ -125,11 +129,14 @@ def _layer_norm_backward(ctx, dy, _dmean, _drstd) -> Tuple[Optional[Tensor], ...
 def _rms_norm_setup_context(ctx, inputs, output):
     x, normalized_shape, weight, _eps = inputs
     _y, rstd = output
+    ctx.set_materialize_grads(False)
     ctx.normalized_shape = normalized_shape
     ctx.save_for_backward(x, rstd, weight)
 
 
 def _rms_norm_backward(ctx, dy, _drstd) -> Tuple[Optional[Tensor], ...]:
+    if dy is None:
+        return None, None, None, None
     x, rstd, weight = ctx.saved_tensors
     dx, dweight = torch.ops.reference_ops.rms_norm_bwd(dy, x, rstd, ctx.normalized_shape, weight)
     return (
