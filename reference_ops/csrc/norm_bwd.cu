@@ -375,8 +375,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int kElems = kPacks * kVec;
-  using XPack = Pack<T, kVec>;
-  using WPack = Pack<W, kVec>;
+  using XPack = RawPack<T, kVec>;
+  using WPack = RawPack<W, kVec>;
   __shared__ ReduceScratch<acc_t, 2> scratch;
   const int groups = blockDim.x / threads_per_row;
   const int group = threadIdx.x / threads_per_row;
@@ -401,7 +401,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   XPack* stage = reinterpret_cast<XPack*>((reinterpret_cast<uintptr_t>(stats + stages * segments * 2) + kPackBytes - 1) &
                                           ~static_cast<uintptr_t>(kPackBytes - 1));
   for (int64_t j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
-    w_s[j] = load_pack<W, kVec>(weight, pack0 + j);
+    w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
   }
   __syncthreads();
 
@@ -444,7 +444,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     db_acc[e] = acc_t(0);
   }
   auto weight_at = [&](int e, const WPack& wp) {
-    return weight != nullptr ? static_cast<acc_t>(wp.v[e]) : acc_t(1);
+    return weight != nullptr ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
   };
 
   int slot = 0;
@@ -474,8 +474,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
         }
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const acc_t xhat = (static_cast<acc_t>(xp.v[e]) - m) * r;
-          const acc_t g = static_cast<acc_t>(gp.v[e]) * weight_at(e, wp);
+          const acc_t xhat = (xp.get(e) - m) * r;
+          const acc_t g = gp.get(e) * weight_at(e, wp);
           sums[0] += g;
           sums[1] += g * xhat;
         }
@@ -500,14 +500,19 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
           }
           XPack out;
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            const acc_t xhat = (static_cast<acc_t>(xp.v[e]) - m) * r;
-            const acc_t d = static_cast<acc_t>(gp.v[e]);
-            out.v[e] = static_cast<T>(r * (d * weight_at(e, wp) - mean_g - xhat * mean_gx));
-            dw_acc[p * kVec + e] += d * xhat;
-            db_acc[p * kVec + e] += d;
+          for (int e = 0; e < kVec; e += 2) {
+            acc_t v[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              const acc_t xhat = (xp.get(e + i) - m) * r;
+              const acc_t d = gp.get(e + i);
+              v[i] = r * (d * weight_at(e + i, wp) - mean_g - xhat * mean_gx);
+              dw_acc[p * kVec + e + i] += d * xhat;
+              db_acc[p * kVec + e + i] += d;
+            }
+            out.set2(e, v[0], v[1]);
           }
-          store_pack<T, kVec>(dxr, pack0 + j, out);
+          store_stream(reinterpret_cast<XPack*>(dxr) + pack0 + j, out);
         }
       }
     }

@@ -8,6 +8,8 @@
 #include <c10/cuda/CUDAException.h>
 
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -39,6 +41,104 @@ __device__ __forceinline__ Pack<T, N> load_pack(const T* base, int64_t pack_inde
 template <typename T, int N>
 __device__ __forceinline__ void store_pack(T* base, int64_t pack_index, const Pack<T, N>& p) {
   reinterpret_cast<Pack<T, N>*>(base)[pack_index] = p;
+}
+
+// kN elements of T kept as raw 32-bit words: a 16-bit pair stays in one
+// register and converts with one instruction (a shift or mask for bfloat16;
+// c10's 16-bit types held in an array take a register each). Element indices
+// are compile-time after unrolling.
+template <typename T, int kN>
+struct alignas(sizeof(T) * kN) RawPack {
+  static_assert(sizeof(T) * kN % 4 == 0, "a raw pack is whole 32-bit words");
+  using acc_t = at::opmath_type<T>;
+  uint32_t w[sizeof(T) * kN / 4];
+
+  // kForm picks one of three equivalent bfloat16 unpackings (shift / mask,
+  // and two byte permutes): ptxas does not see that they are equal, so a
+  // kernel that converts the same words in several passes separated by
+  // barriers recomputes them (one instruction each) instead of keeping every
+  // converted float alive across the barrier, which spills at 8 packs.
+  template <int kForm = 0>
+  __device__ __forceinline__ acc_t get(int e) const {
+    if constexpr (std::is_same_v<T, c10::BFloat16>) {
+      const uint32_t word = w[e >> 1];
+      const bool hi = (e & 1) != 0;
+      if constexpr (kForm == 1) {
+        return __uint_as_float(__byte_perm(word, 0u, hi ? 0x3244u : 0x1044u));
+      } else if constexpr (kForm == 2) {
+        return __uint_as_float(__byte_perm(0u, word, hi ? 0x7600u : 0x5400u));
+      } else {
+        return __uint_as_float(hi ? (word & 0xffff0000u) : (word << 16));
+      }
+    } else if constexpr (std::is_same_v<T, c10::Half>) {
+      const uint32_t word = w[e >> 1];
+      return __half2float(__ushort_as_half(static_cast<unsigned short>((e & 1) ? (word >> 16) : (word & 0xffffu))));
+    } else if constexpr (std::is_same_v<T, float>) {
+      return __uint_as_float(w[e]);
+    } else {
+      static_assert(std::is_same_v<T, double>, "RawPack holds bfloat16, float16, float32 or float64");
+      return __hiloint2double(static_cast<int>(w[2 * e + 1]), static_cast<int>(w[2 * e]));
+    }
+  }
+
+  // Elements e and e + 1 (e even), rounded to nearest even like c10's casts.
+  __device__ __forceinline__ void set2(int e, acc_t lo, acc_t hi) {
+    if constexpr (std::is_same_v<T, c10::BFloat16>) {
+      const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+      memcpy(&w[e >> 1], &v, 4);
+    } else if constexpr (std::is_same_v<T, c10::Half>) {
+      const __half2 v = __floats2half2_rn(lo, hi);
+      memcpy(&w[e >> 1], &v, 4);
+    } else if constexpr (std::is_same_v<T, float>) {
+      w[e] = __float_as_uint(lo);
+      w[e + 1] = __float_as_uint(hi);
+    } else {
+      w[2 * e] = static_cast<uint32_t>(__double2loint(lo));
+      w[2 * e + 1] = static_cast<uint32_t>(__double2hiint(lo));
+      w[2 * e + 2] = static_cast<uint32_t>(__double2loint(hi));
+      w[2 * e + 3] = static_cast<uint32_t>(__double2hiint(hi));
+    }
+  }
+
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(w) / 4); ++i) {
+      w[i] = 0;
+    }
+  }
+};
+
+// A 16-byte pack read once (x, dy: evict-first in L1 and L2) or written once (y, dx).
+template <typename P>
+__device__ __forceinline__ P load_stream(const P* p) {
+  static_assert(sizeof(P) == 16, "streaming loads move 16-byte packs");
+  const int4 v = __ldcs(reinterpret_cast<const int4*>(p));
+  P out;
+  memcpy(&out, &v, sizeof(P));
+  return out;
+}
+
+template <typename P>
+__device__ __forceinline__ void store_stream(P* p, const P& v) {
+  static_assert(sizeof(P) == 16, "streaming stores move 16-byte packs");
+  int4 bits;
+  memcpy(&bits, &v, sizeof(P));
+  __stcs(reinterpret_cast<int4*>(p), bits);
+}
+
+// A pack every row reads (weight, bias; 16 bytes, or 32 for float parameters
+// of a 16-bit x): through the read-only cache.
+template <typename P>
+__device__ __forceinline__ P load_param(const P* p) {
+  static_assert(sizeof(P) % 16 == 0, "parameter loads move 16-byte pieces");
+  int4 v[sizeof(P) / 16];
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
+    v[i] = __ldg(reinterpret_cast<const int4*>(p) + i);
+  }
+  P out;
+  memcpy(&out, v, sizeof(P));
+  return out;
 }
 
 // Sum over `width` consecutive lanes (a power of two <= 32). Butterfly order

@@ -3,14 +3,14 @@
 //
 // One kernel family serves both ops (RMSNorm is LayerNorm without centring and
 // bias), chosen in dispatch_norm_fwd:
-//   * norm_fwd_staged_kernel (16-byte-aligned rows): persistent CTAs stream
-//     rows into shared memory with cp.async a few rows ahead; each thread keeps
-//     its packs in registers for the exact two-pass statistics
-//     (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output. Rows wider
-//     than one CTA holds are split over a thread-block cluster (sm_90).
+//   * norm_fwd_rows_kernel (16-byte-aligned rows): a plain grid of CTAs, the
+//     row in registers (all of a thread's loads in flight at once), the exact
+//     two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the
+//     output from the same registers; rows wider than one CTA holds are split
+//     over a thread-block cluster (sm_90).
 //   * norm_fwd_kernel / norm_fwd_uncached_kernel: single elements (odd N or
-//     unaligned pointers), and aligned rows too wide to stage (or clusters
-//     unavailable): the row in registers, or read twice with shifted sums
+//     unaligned pointers), and aligned rows too wide for the register kernel:
+//     the row in registers, or read twice with shifted sums
 //     (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
 
 #include "norm.h"
@@ -37,15 +37,13 @@ constexpr int kMaxRowBytesPerThread = 64;
 // Block size of the uncached kernel (one row per block).
 constexpr int kUncachedThreads = 1024;
 
-// Staged kernel: rows staged per row group (one being normalised, the others in
-// flight); wide rows are split over a cluster until kFwdMinStages fit.
-constexpr int kFwdMinStages = 2;
-constexpr int kFwdMaxStages = 3;
-// Threads of a staged CTA (at most; narrow rows share one).
-constexpr int kFwdThreads = 512;
-// Bytes of a row a thread keeps in registers (as acc_t: 32 floats); wider
-// slices take more threads, then a cluster.
-constexpr int kFwdRegisterBytes = 128;
+// Register forward: packs per thread aimed for, the most a thread holds (128
+// bytes of row in T: 32 registers), and the CTA size when rows share a CTA.
+constexpr int kRowTargetPacks = 4;
+constexpr int kRowMaxPacks = 8;
+constexpr int kRowMaxThreads = 512;
+constexpr int64_t kRowWidePacks = 1024;
+constexpr int kRowBlockThreads = 128;
 
 // -----------------------------------------------------------------------------
 // Kernels
@@ -238,16 +236,17 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 }
 
 
-// Staged forward (16-byte packs): a persistent grid; each row group of
-// threads_per_row threads works on `stages` rows at once, one being normalised
-// while the next ones are copied into shared memory by cp.async (each thread
-// copies and later reads only its own packs, so the copies need no barrier).
-// A thread reads its kPacks packs once and keeps them in registers for the
-// exact two-pass statistics and the output. Rows too wide for one CTA are split
-// over a cluster of CTAs: each computes its slice's statistics, and one exchange
-// through distributed shared memory combines them. Weight and bias are staged once.
-template <typename T, typename W, int kPacks, bool kRms>
-__global__ void __launch_bounds__(kFwdThreads, 1) norm_fwd_staged_kernel(
+// Register forward (16-byte packs): a plain grid of CTAs, one row per row
+// group; each thread issues all of its kPacks loads at once and keeps the packs
+// (as raw words of T) in registers for the exact two-pass statistics
+// (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; weight and bias
+// come through the read-only cache. Several CTAs per SM overlap one row's
+// reductions with the others' memory traffic. Rows wider than one CTA holds
+// are split over a thread-block cluster (sm_90): CTA `rank` takes the slice of
+// `slice_packs` packs starting at rank * slice_packs, and the sums meet through
+// distributed shared memory.
+template <typename T, typename W, int kPacks, bool kRms, bool kCluster>
+__global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
     const W* __restrict__ bias,
@@ -255,181 +254,108 @@ __global__ void __launch_bounds__(kFwdThreads, 1) norm_fwd_staged_kernel(
     at::opmath_type<T>* __restrict__ mean_out,
     at::opmath_type<T>* __restrict__ rstd_out,
     int64_t rows,
-    int64_t cols,
+    int cols,
     int threads_per_row,
-    int cluster,
-    int stages,
-    int64_t slice_packs,
+    int cluster_size,
+    int slice_packs,
     at::opmath_type<T> eps) {
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
-  using XPack = Pack<T, kVec>;
-  using WPack = Pack<W, kVec>;
+  using XPack = RawPack<T, kVec>;
+  using WPack = RawPack<W, kVec>;
   __shared__ ReduceScratch<acc_t, 1> scratch;
-  __shared__ acc_t combine[2][2];  // this CTA's (mean, squared deviations) of a row, by row parity
-  const int groups = blockDim.x / threads_per_row;
-  const int group = threadIdx.x / threads_per_row;
+  // Compile-time 1 without a cluster: the cluster code (and its registers) drops out.
+  const int cluster = kCluster ? cluster_size : 1;
   const int lane = threadIdx.x & (threads_per_row - 1);
-  const int64_t rank = cluster_rank();
-  const int64_t cluster_id = blockIdx.x / cluster;
-  const int64_t clusters = gridDim.x / cluster;
-  const int64_t pack0 = rank * slice_packs;
-  // In-slice pack indices fit in int: a slice is at most kFwdThreads * kPacks packs.
-  const int packs = static_cast<int>(
-      slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0));
-  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+  const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
+  const int64_t row = static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x / threads_per_row) +
+      threadIdx.x / threads_per_row;
+  // Groups past the last row still take part in the reductions.
+  const bool ok = row < rows;
+  const int pack0 = rank * slice_packs;
+  const int left = cols / kVec - pack0;
+  const int packs = left < slice_packs ? left : slice_packs;
+  const XPack* xr = reinterpret_cast<const XPack*>(x + (ok ? row : 0) * cols) + pack0;
 
-  // Shared memory: weight and bias slices, then [stages][groups][slice_packs] staged x.
-  WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
-  WPack* b_s = w_s + (weight != nullptr ? slice_packs : 0);
-  XPack* stage = reinterpret_cast<XPack*>(b_s + (bias != nullptr ? slice_packs : 0));
-  for (int j = threadIdx.x; j < packs; j += blockDim.x) {
-    if (weight != nullptr) {
-      w_s[j] = load_pack<W, kVec>(weight, pack0 + j);
-    }
-    if (bias != nullptr) {
-      b_s[j] = load_pack<W, kVec>(bias, pack0 + j);
-    }
-  }
-  __syncthreads();
-
-  // Iteration k of this CTA handles row first_row + k * row_step + group.
-  const int64_t first_row = cluster_id * groups;
-  const int64_t row_step = clusters * groups;
-  const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
-  auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * slice_packs; };
-  auto issue = [&](int64_t k) {
-    const int64_t row = first_row + k * row_step + group;
-    const bool ok = row < rows;
-    const XPack* src = reinterpret_cast<const XPack*>(x + (ok ? row : 0) * cols) + pack0;
-    XPack* dst = staged(k);
+  XPack xp[kPacks];
 #pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int j = lane + p * threads_per_row;
-      if (j < packs) {
-        cp_async_16(dst + j, src + j, ok);
-      }
+  for (int p = 0; p < kPacks; ++p) {
+    const int j = lane + p * threads_per_row;
+    if (ok && j < packs) {
+      xp[p] = load_stream(xr + j);
+    } else {
+      xp[p].zero();
     }
-  };
-  for (int64_t k = 0; k < stages - 1; ++k) {
-    if (k < iters) {
-      issue(k);
-    }
-    cp_async_commit();
   }
-
   int slot = 0;
-  for (int64_t k = 0; k < iters; ++k) {
-    if (k + stages - 1 < iters) {
-      issue(k + stages - 1);
-    }
-    // One group per iteration, empty or not, so "all but stages - 1" always means row k.
-    cp_async_commit();
-    cp_async_wait(stages - 1);
-    const XPack* xs = staged(k);
-
-    XPack xp[kPacks];
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+  acc_t mean = acc_t(0);
+  if constexpr (!kRms) {
     acc_t sum[1] = {acc_t(0)};
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
-      const int j = lane + p * threads_per_row;
-      if (j < packs) {
-        xp[p] = xs[j];
-      } else {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          xp[p].v[e] = T(0);
-        }
+      for (int e = 0; e < kVec; ++e) {
+        sum[0] += xp[p].get(e);
       }
+    }
+    row_reduce(sum, threads_per_row, cluster, scratch, slot);
+    mean = sum[0] * inv_cols;
+  }
+  // The three passes unpack the same words in three forms (RawPack::get).
+  acc_t sq[1] = {acc_t(0)};
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const bool in_row = lane + p * threads_per_row < packs;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const acc_t d = in_row ? xp[p].template get<1>(e) - mean : acc_t(0);
+      sq[0] += d * d;
+    }
+  }
+  row_reduce(sq, threads_per_row, cluster, scratch, slot);
+  const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
+  if (ok) {
+    if (lane == 0 && rank == 0) {
       if constexpr (!kRms) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          sum[0] += static_cast<acc_t>(xp[p].v[e]);
-        }
+        mean_out[row] = mean;
       }
+      rstd_out[row] = rstd;
     }
-    // Exact two-pass statistics over the row group (a CTA's slice when clustered).
-    acc_t mean = acc_t(0);
-    if constexpr (!kRms) {
-      row_reduce(sum, threads_per_row, 1, scratch, slot);
-      mean = sum[0] / static_cast<acc_t>(cluster == 1 ? cols : packs * kVec > 0 ? packs * kVec : 1);
-    }
-    acc_t sq[1] = {acc_t(0)};
+    XPack* yr = reinterpret_cast<XPack*>(y + row * cols) + pack0;
+    const WPack* wr = weight != nullptr ? reinterpret_cast<const WPack*>(weight) + pack0 : nullptr;
+    const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + pack0 : nullptr;
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       const int j = lane + p * threads_per_row;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const acc_t d = j < packs ? static_cast<acc_t>(xp[p].v[e]) - mean : acc_t(0);
-        sq[0] += d * d;
-      }
-    }
-    row_reduce(sq, threads_per_row, 1, scratch, slot);
-    if (cluster > 1) {
-      // One exchange per row across the cluster: the slices' (mean, sum of squared
-      // deviations) pairs, combined in rank order (Chan, Golub & LeVeque 1979).
-      if (threadIdx.x == 0) {
-        combine[k & 1][0] = mean;
-        combine[k & 1][1] = sq[0];
-      }
-      cluster_or_block_sync(cluster);
-      auto slice_count = [&](int r) {
-        const int64_t first = r * slice_packs;
-        const int64_t left = first < cols / kVec ? cols / kVec - first : 0;
-        return static_cast<acc_t>((left < slice_packs ? left : slice_packs) * kVec);
-      };
-      acc_t total = acc_t(0);
-      acc_t m2 = acc_t(0);
-      for (int r = 0; r < cluster; ++r) {
-        const acc_t(*peer)[2] = cluster_peer(combine, cluster, r);
-        total += peer[k & 1][0] * slice_count(r);
-        m2 += peer[k & 1][1];
-      }
-      mean = total * inv_cols;
-      for (int r = 0; r < cluster; ++r) {
-        const acc_t d = cluster_peer(combine, cluster, r)[k & 1][0] - mean;
-        m2 += slice_count(r) * d * d;
-      }
-      sq[0] = m2;
-    }
-    const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
-
-    const int64_t row = first_row + k * row_step + group;
-    if (row < rows) {
-      if (lane == 0 && rank == 0) {
-        if constexpr (!kRms) {
-          mean_out[row] = mean;
+      if (j < packs) {
+        WPack wp;
+        WPack bp;
+        if (weight != nullptr) {
+          wp = load_param(wr + j);
         }
-        rstd_out[row] = rstd;
-      }
-      T* yr = y + row * cols;
-#pragma unroll
-      for (int p = 0; p < kPacks; ++p) {
-        const int j = lane + p * threads_per_row;
-        if (j < packs) {
-          WPack wp;
-          WPack bp;
-          if (weight != nullptr) {
-            wp = w_s[j];
-          }
-          if (bias != nullptr) {
-            bp = b_s[j];
-          }
-          XPack out;
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) {
-            const acc_t t = (static_cast<acc_t>(xp[p].v[e]) - mean) * rstd;
-            const acc_t wv = weight != nullptr ? static_cast<acc_t>(wp.v[e]) : acc_t(1);
-            const acc_t bv = bias != nullptr ? static_cast<acc_t>(bp.v[e]) : acc_t(0);
-            out.v[e] = static_cast<T>(t * wv + bv);
-          }
-          store_pack<T, kVec>(yr, pack0 + j, out);
+        if (bias != nullptr) {
+          bp = load_param(br + j);
         }
+        XPack out;
+#pragma unroll
+        for (int e = 0; e < kVec; e += 2) {
+          acc_t v[2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const acc_t t = (xp[p].template get<2>(e + i) - mean) * rstd;
+            const acc_t wv = weight != nullptr ? static_cast<acc_t>(wp.get(e + i)) : acc_t(1);
+            const acc_t bv = bias != nullptr ? static_cast<acc_t>(bp.get(e + i)) : acc_t(0);
+            v[i] = t * wv + bv;
+          }
+          out.set2(e, v[0], v[1]);
+        }
+        store_stream(yr + j, out);
       }
     }
   }
   // A CTA leaves only once no peer can still read its reduction scratch.
-  if (cluster > 1) {
+  if constexpr (kCluster) {
     cluster_or_block_sync(cluster);
   }
 }
@@ -482,47 +408,57 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
   });
 }
 
-// Launch shape of the staged kernel, or false when a row slice does not fit in
-// shared memory even split over the largest cluster (then the register kernels run).
+// Launches the register forward for 16-byte packs; false when the row does not
+// fit in the registers of the largest cluster.
 template <typename T, typename W>
-bool staged_fwd_config(const FwdArgs<T, W>& a, StagedConfig& c, int& packs) {
-  using acc_t = at::opmath_type<T>;
+bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
-  constexpr int64_t kMaxPacks = kFwdRegisterBytes / sizeof(acc_t) / kVec;
   const int64_t num_packs = a.cols / kVec;
-  const int64_t params = (a.weight != nullptr ? 1 : 0) + (a.bias != nullptr ? 1 : 0);
-  const int64_t param_pack_bytes = params * static_cast<int64_t>(sizeof(Pack<W, kVec>));
-  const int64_t budget = static_cast<int64_t>(smem_budget());
-  const int max_cluster = max_cluster_size();
-  const int64_t per_pack = kFwdMinStages * kPackBytes + param_pack_bytes;
-  auto fits = [&](int cluster) {
-    const int64_t slice = ceil_div(num_packs, cluster);
-    return slice <= kFwdThreads * kMaxPacks && slice * per_pack <= budget;
-  };
-  c.cluster = 1;
-  while (c.cluster < max_cluster && !fits(c.cluster)) {
-    c.cluster *= 2;
-  }
-  if (!fits(c.cluster)) {
-    return false;
+  // About kRowTargetPacks packs per thread (kRowMaxPacks for rows wider than
+  // kRowWidePacks) on at most kRowMaxThreads threads, so several CTAs share an
+  // SM; then 1024 threads; wider rows are split over a cluster of
+  // kRowMaxThreads-thread CTAs.
+  StagedConfig c;
+  const int64_t per_cta = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
+  if (num_packs > static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks) {
+    while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
+      c.cluster *= 2;
+    }
   }
   c.slice_packs = ceil_div(num_packs, c.cluster);
-  // Rows split over a cluster need whole warps per row.
-  const int64_t min_threads = c.cluster > 1 ? 32 : 1;
-  c.threads_per_row = static_cast<int>(
-      std::min<int64_t>(kFwdThreads, std::max(min_threads, next_pow2(ceil_div(c.slice_packs, kMaxPacks)))));
-  packs = static_cast<int>(next_pow2(ceil_div(c.slice_packs, c.threads_per_row)));
-  c.groups = c.cluster == 1 ? kFwdThreads / c.threads_per_row : 1;
-  const int64_t param_bytes = c.slice_packs * param_pack_bytes;
-  const int64_t stage_bytes = c.groups * c.slice_packs * kPackBytes;
-  c.stages = static_cast<int>(std::clamp<int64_t>((budget - param_bytes) / stage_bytes, 1, kFwdMaxStages));
-  c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * stage_bytes);
+  RowConfig cfg =
+      choose_row_config(c.slice_packs, c.slice_packs > kRowWidePacks ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
+  if (cfg.packs_per_thread > kRowMaxPacks) {
+    cfg = choose_row_config(c.slice_packs, kRowMaxPacks, kMaxThreadsPerRow);
+    if (cfg.packs_per_thread > kRowMaxPacks) {
+      return false;
+    }
+  }
+  c.threads_per_row = cfg.threads_per_row;
+  c.groups = c.cluster > 1 ? 1 : std::max(cfg.threads_per_row, kRowBlockThreads) / cfg.threads_per_row;
+  const int64_t clusters = ceil_div(a.rows, c.groups);
+  auto launch = [&](auto kernel) {
+    launch_staged(kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
+                  c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), a.eps);
+  };
+  BOOL_SWITCH(a.rms, kRms, [&] {
+    if (c.cluster > 1) {
+      // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
+      TORCH_CHECK(cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
+                  "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
+      launch(norm_fwd_rows_kernel<T, W, kRowMaxPacks, kRms, true>);
+      return;
+    }
+    packs_switch(cfg.packs_per_thread, [&](auto p) {
+      launch(norm_fwd_rows_kernel<T, W, decltype(p)::value, kRms, false>);
+    });
+  });
   return true;
 }
 
 // The one place that picks a kernel: with 16-byte packs (row width and every
-// pointer allow them) the staged kernel, else the register kernels with single
-// elements; the register kernels also take rows too wide to stage.
+// pointer allow them) the register forward, else (or for rows wider than its
+// largest cluster) the single-CTA kernels.
 template <typename T, typename W>
 void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
@@ -530,27 +466,9 @@ void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
       is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
   if (!vectorised) {
     launch_norm_fwd<T, W, 1>(a);
-    return;
-  }
-  StagedConfig c;
-  int packs = 1;
-  if (!staged_fwd_config(a, c, packs)) {
+  } else if (!launch_rows_fwd(a)) {
     launch_norm_fwd<T, W, kVec>(a);
-    return;
   }
-  packs_switch(packs, [&](auto p) {
-    constexpr int kPacks = decltype(p)::value;
-    if constexpr (kPacks * kVec * sizeof(at::opmath_type<T>) <= kFwdRegisterBytes) {
-      BOOL_SWITCH(a.rms, kRms, [&] {
-        auto kernel = norm_fwd_staged_kernel<T, W, kPacks, kRms>;
-        const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
-        launch_staged(kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols,
-                      c.threads_per_row, c.cluster, c.stages, c.slice_packs, a.eps);
-      });
-    } else {
-      TORCH_CHECK(false, "reference_ops: internal error, staged forward packs per thread ", kPacks);
-    }
-  });
 }
 
 // -----------------------------------------------------------------------------
