@@ -31,6 +31,8 @@
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
+#include <limits>
+
 namespace reference_ops {
 namespace cuda {
 namespace {
@@ -49,8 +51,10 @@ constexpr int kBwdMinStages = 2;
 constexpr int kBwdMaxStages = 4;
 constexpr int kMaxStagedAccBytes = 128;
 // Partial rows (written, then read by column_sum_kernel) above this share of
-// the bytes the backward must move make a larger cluster worth its reductions.
-constexpr double kMaxPartialShare = 0.04;
+// the bytes the backward must move make a larger cluster worth its reductions
+// (H100: at 0.04, bf16 LayerNorm N = 8192 split its rows over 2-CTA clusters and
+// ran at 65 % of copy bandwidth; kept whole, 85 %).
+constexpr double kMaxPartialShare = 0.1;
 // Partial rows below this many bytes cost less than the reductions a larger
 // cluster adds.
 constexpr int64_t kMinPartialBytes = 8 << 20;
@@ -667,9 +671,15 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
 }
 
 // Launch shape of the staged backward for a cluster of `cluster` CTAs, with
-// `packs` packs per thread; false when a row slice does not fit.
+// `packs` packs per thread; false when a row slice does not fit. The rows staged
+// ahead fill at most `share_bytes` of shared memory (the CTA's share of an SM).
 template <typename T, typename W>
-bool staged_bwd_shape(const BwdArgs<T, W>& a, int cluster, StagedConfig& c, int& packs) {
+bool staged_bwd_shape(
+    const BwdArgs<T, W>& a,
+    int cluster,
+    StagedConfig& c,
+    int& packs,
+    int64_t share_bytes = std::numeric_limits<int64_t>::max()) {
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int64_t kMaxPacks = kMaxStagedAccBytes / sizeof(acc_t) / kVec;
@@ -690,9 +700,12 @@ bool staged_bwd_shape(const BwdArgs<T, W>& a, int cluster, StagedConfig& c, int&
   c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
   const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
   const int64_t param_bytes = c.slice_packs * wpack;
-  c.stages = static_cast<int>(std::clamp<int64_t>((budget - param_bytes) / stage_bytes, 1, kBwdMaxStages));
   const int64_t segments = kBwdThreads / std::min(c.threads_per_row, 32);
   const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
+  // As many stages as fit in one CTA's shared memory and in its share of the SM's (at least one).
+  const int64_t fit = std::min((budget - param_bytes) / stage_bytes,
+                               (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
+  c.stages = static_cast<int>(std::clamp<int64_t>(fit, 1, kBwdMaxStages));
   c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * (stats_bytes + stage_bytes) + kPackBytes);
   return true;
 }
@@ -750,6 +763,14 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
     constexpr int kVec = kPackBytes / sizeof(T);
     if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
       auto kernel = norm_bwd_staged_kernel<T, W, kPacks>;
+      // Fewer rows in flight per CTA when that lets the SM hold every CTA its
+      // registers allow: a second CTA hides latency better than deeper staging
+      // (measured on the H100: 128-thread CTAs with 4 stages, one per SM, ran
+      // the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1 stage, 82 %).
+      const int64_t share = smem_share_per_cta(kernel, c.threads());
+      const int packs_before = packs;
+      TORCH_CHECK(staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
+                  "reference_ops: internal error, staged backward shape changed with its shared-memory share");
       const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
       launch_norm_bwd_staged<T, W, kPacks>(a, c, clusters);
     } else {

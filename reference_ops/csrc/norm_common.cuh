@@ -478,6 +478,20 @@ inline size_t smem_budget() {
   return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 4096;
 }
 
+// Dynamic shared memory each CTA of `kernel` may take while the SM still holds
+// as many of its `threads`-thread CTAs as its registers allow.
+template <typename Kernel>
+int64_t smem_share_per_cta(Kernel kernel, int threads) {
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  cudaFuncAttributes attr{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  const int64_t per_cta = static_cast<int64_t>(prop->sharedMemPerMultiprocessor) / std::max(per_sm, 1) -
+      static_cast<int64_t>(prop->reservedSharedMemPerBlock) - static_cast<int64_t>(attr.sharedSizeBytes);
+  return std::max<int64_t>(per_cta, 0);
+}
+
 // How many clusters of `kernel` (with cfg's shape) are resident at once, after
 // raising the kernel's dynamic shared memory limit to cfg.smem_bytes.
 template <typename Kernel>
