@@ -5,6 +5,8 @@
 Method:
   * copy bandwidth measured in the same run: dst.copy_(src) on 1 GiB, counting read + write;
   * each timed call is captured in a CUDA graph, replays timed with CUDA events, median;
+    the replays run in rounds interleaved across ours / eager / compile (a transient slowdown
+    of the GPU falls on all three);
   * forward bytes 2*M*N*s (read x, write y); backward bytes 3*M*N*s (read x, dy; write dx);
     backward time = time(forward + autograd backward incl. dweight/dbias) - time(forward);
   * the large shapes move >= 256 MiB per forward call (no L2 reuse); the few-row shapes
@@ -48,32 +50,44 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Relative error (||out - ref|| / ||ref||) accepted against the float64 reference.
 REL_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
 EPS = 1e-5
+# Timed replays are split over this many rounds, interleaved across implementations.
+ROUNDS = 3
+
+
+class GraphTimer:
+    """fn() captured calls_per_graph times in one CUDA graph; sample() times replays."""
+
+    def __init__(self, fn, calls_per_graph: int):
+        self.calls = calls_per_graph
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for _ in range(calls_per_graph):
+                fn()
+        self.graph.replay()
+        torch.cuda.synchronize()
+
+    def sample(self, replays: int) -> list[float]:
+        """Milliseconds per fn() call, one value per replay."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(replays):
+            start.record()
+            self.graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / self.calls)
+        return times
 
 
 def median_ms(fn, calls_per_graph: int, replays: int) -> float:
     """Median time of one fn() call: fn captured calls_per_graph times in a CUDA graph."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls_per_graph):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(replays):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls_per_graph)
-    del graph
-    return statistics.median(times)
+    return statistics.median(GraphTimer(fn, calls_per_graph).sample(replays))
 
 
 def eager_median_ms(fn, replays: int) -> float:
@@ -153,28 +167,45 @@ def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
     s = x.element_size()
     latency = m * n * s * 2 < (256 << 20)
     calls = 20 if latency else 1
-    rows = []
-    for impl, fn in make_fns(op, n, compile_fn).items():
+    fns = make_fns(op, n, compile_fn)
+    checks = {}
+    for impl, fn in fns.items():
         t0 = time.perf_counter()
         y = fn(x, w, b)
         grads = torch.autograd.grad(y, params, dy)
         torch.cuda.synchronize()
         first_call_s = time.perf_counter() - t0
         err = max([rel_err(y, y_ref)] + [rel_err(g, r) for g, r in zip(grads, g_ref)])
-        ok = err <= REL_TOL[dtype]
+        checks[impl] = (err, first_call_s)
         del y, grads
 
-        def fwd():
+    # Every implementation's graphs are captured first, then replayed in ROUNDS
+    # interleaved rounds, so a transient slowdown of the GPU falls on all of them.
+    timers = {}
+    for impl, fn in fns.items():
+
+        def fwd(fn=fn):
             with torch.no_grad():
                 fn(x, w, b)
 
-        def fwd_bwd():
+        def fwd_bwd(fn=fn):
             y = fn(x, w, b)
             torch.autograd.grad(y, params, dy)
 
-        t_fwd = median_ms(fwd, calls, replays)
-        t_all = median_ms(fwd_bwd, calls, replays)
-        t_bwd = max(t_all - t_fwd, 1e-9)
+        timers[impl] = (GraphTimer(fwd, calls), GraphTimer(fwd_bwd, calls))
+    times = {impl: ([], []) for impl in fns}
+    per_round = max(1, -(-replays // ROUNDS))
+    for _ in range(ROUNDS):
+        for impl, (t_fwd, t_all) in timers.items():
+            times[impl][0].extend(t_fwd.sample(per_round))
+            times[impl][1].extend(t_all.sample(per_round))
+    del timers
+
+    rows = []
+    for impl in fns:
+        err, first_call_s = checks[impl]
+        t_fwd = statistics.median(times[impl][0])
+        t_bwd = max(statistics.median(times[impl][1]) - t_fwd, 1e-9)
         fwd_gbps = 2 * m * n * s / (t_fwd * 1e-3) / 1e9
         bwd_gbps = 3 * m * n * s / (t_bwd * 1e-3) / 1e9
         rows.append(
@@ -191,12 +222,12 @@ def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
                 fwd_pct_copy=100 * fwd_gbps / copy_gbps,
                 bwd_pct_copy=100 * bwd_gbps / copy_gbps,
                 max_rel_err=err,
-                ok=ok,
+                ok=err <= REL_TOL[dtype],
                 latency_case=latency,
                 first_call_s=first_call_s,
             )
         )
-        torch.cuda.empty_cache()
+    torch.cuda.empty_cache()
     return rows
 
 
