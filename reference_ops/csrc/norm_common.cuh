@@ -108,37 +108,66 @@ struct alignas(sizeof(T) * kN) RawPack {
   }
 };
 
-// A 16-byte pack read once (x, dy: evict-first in L1 and L2) or written once (y, dx).
+// One element of T with RawPack's interface (rows that allow no 16-byte packs:
+// odd N or unaligned pointers).
+template <typename T>
+struct ScalarPack {
+  using acc_t = at::opmath_type<T>;
+  T v;
+
+  template <int kForm = 0>
+  __device__ __forceinline__ acc_t get(int /*e*/) const {
+    return static_cast<acc_t>(v);
+  }
+  __device__ __forceinline__ void set(acc_t value) {
+    v = static_cast<T>(value);
+  }
+  __device__ __forceinline__ void zero() {
+    v = T(0);
+  }
+};
+
+// A pack read once (x, dy: 16-byte packs evict-first in L1 and L2) or written
+// once (y, dx); single elements are plain loads and stores.
 template <typename P>
 __device__ __forceinline__ P load_stream(const P* p) {
-  static_assert(sizeof(P) == 16, "streaming loads move 16-byte packs");
-  const int4 v = __ldcs(reinterpret_cast<const int4*>(p));
-  P out;
-  memcpy(&out, &v, sizeof(P));
-  return out;
+  if constexpr (sizeof(P) == 16) {
+    const int4 v = __ldcs(reinterpret_cast<const int4*>(p));
+    P out;
+    memcpy(&out, &v, sizeof(P));
+    return out;
+  } else {
+    return *p;
+  }
 }
 
 template <typename P>
 __device__ __forceinline__ void store_stream(P* p, const P& v) {
-  static_assert(sizeof(P) == 16, "streaming stores move 16-byte packs");
-  int4 bits;
-  memcpy(&bits, &v, sizeof(P));
-  __stcs(reinterpret_cast<int4*>(p), bits);
+  if constexpr (sizeof(P) == 16) {
+    int4 bits;
+    memcpy(&bits, &v, sizeof(P));
+    __stcs(reinterpret_cast<int4*>(p), bits);
+  } else {
+    *p = v;
+  }
 }
 
 // A pack every row reads (weight, bias; 16 bytes, or 32 for float parameters
-// of a 16-bit x): through the read-only cache.
+// of a 16-bit x): through the read-only cache; single elements plainly.
 template <typename P>
 __device__ __forceinline__ P load_param(const P* p) {
-  static_assert(sizeof(P) % 16 == 0, "parameter loads move 16-byte pieces");
-  int4 v[sizeof(P) / 16];
+  if constexpr (sizeof(P) % 16 == 0) {
+    int4 v[sizeof(P) / 16];
 #pragma unroll
-  for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
-    v[i] = __ldg(reinterpret_cast<const int4*>(p) + i);
+    for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
+      v[i] = __ldg(reinterpret_cast<const int4*>(p) + i);
+    }
+    P out;
+    memcpy(&out, v, sizeof(P));
+    return out;
+  } else {
+    return *p;
   }
-  P out;
-  memcpy(&out, v, sizeof(P));
-  return out;
 }
 
 // Sum over `width` consecutive lanes (a power of two <= 32). Butterfly order

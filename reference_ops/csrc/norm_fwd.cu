@@ -3,13 +3,13 @@
 //
 // One kernel family serves both ops (RMSNorm is LayerNorm without centring and
 // bias), chosen in dispatch_norm_fwd:
-//   * norm_fwd_rows_kernel (16-byte-aligned rows): a plain grid of CTAs, the
-//     row in registers (all of a thread's loads in flight at once), the exact
+//   * norm_fwd_rows_kernel (16-byte packs, or single elements for odd N and
+//     unaligned pointers up to N = 8192): a plain grid of CTAs, the row in registers (all of a thread's loads in flight at once), the exact
 //     two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the
 //     output from the same registers; rows wider than one CTA holds are split
 //     over a thread-block cluster (sm_90).
-//   * norm_fwd_kernel / norm_fwd_uncached_kernel: single elements (odd N or
-//     unaligned pointers), and aligned rows too wide for the register kernel:
+//   * norm_fwd_kernel / norm_fwd_uncached_kernel: rows too wide for the
+//     register kernel (single elements beyond N = 8192, or beyond its largest cluster):
 //     the row in registers, or read twice with shifted sums
 //     (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
 
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // are split over a thread-block cluster (sm_90): CTA `rank` takes the slice of
 // `slice_packs` packs starting at rank * slice_packs, and the sums meet through
 // distributed shared memory.
-template <typename T, typename W, int kPacks, bool kRms, bool kCluster>
+template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster>
 __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
@@ -260,9 +260,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     int slice_packs,
     at::opmath_type<T> eps) {
   using acc_t = at::opmath_type<T>;
-  constexpr int kVec = kPackBytes / sizeof(T);
-  using XPack = RawPack<T, kVec>;
-  using WPack = RawPack<W, kVec>;
+  using XPack = std::conditional_t<kVec == 1, ScalarPack<T>, RawPack<T, kVec>>;
+  using WPack = std::conditional_t<kVec == 1, ScalarPack<W>, RawPack<W, kVec>>;
   __shared__ ReduceScratch<acc_t, 1> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers) drops out.
   const int cluster = kCluster ? cluster_size : 1;
@@ -337,18 +336,20 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         if (bias != nullptr) {
           bp = load_param(br + j);
         }
+        auto value = [&](int e) {
+          const acc_t t = (xp[p].template get<2>(e) - mean) * rstd;
+          const acc_t wv = weight != nullptr ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
+          const acc_t bv = bias != nullptr ? static_cast<acc_t>(bp.get(e)) : acc_t(0);
+          return t * wv + bv;
+        };
         XPack out;
+        if constexpr (kVec == 1) {
+          out.set(value(0));
+        } else {
 #pragma unroll
-        for (int e = 0; e < kVec; e += 2) {
-          acc_t v[2];
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const acc_t t = (xp[p].template get<2>(e + i) - mean) * rstd;
-            const acc_t wv = weight != nullptr ? static_cast<acc_t>(wp.get(e + i)) : acc_t(1);
-            const acc_t bv = bias != nullptr ? static_cast<acc_t>(bp.get(e + i)) : acc_t(0);
-            v[i] = t * wv + bv;
+          for (int e = 0; e < kVec; e += 2) {
+            out.set2(e, value(e), value(e + 1));
           }
-          out.set2(e, v[0], v[1]);
         }
         store_stream(yr + j, out);
       }
@@ -408,11 +409,11 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
   });
 }
 
-// Launches the register forward for 16-byte packs; false when the row does not
-// fit in the registers of the largest cluster.
-template <typename T, typename W>
+// Launches the register forward with packs of kVec elements (16 bytes, or single
+// elements); false when the row does not fit in the registers of the largest
+// cluster (single elements: of one CTA).
+template <typename T, typename W, int kVec>
 bool launch_rows_fwd(const FwdArgs<T, W>& a) {
-  constexpr int kVec = kPackBytes / sizeof(T);
   const int64_t num_packs = a.cols / kVec;
   // About kRowTargetPacks packs per thread (kRowMaxPacks for rows wider than
   // kRowWidePacks) on at most kRowMaxThreads threads, so several CTAs share an
@@ -421,13 +422,17 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   StagedConfig c;
   const int64_t per_cta = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
   if (num_packs > static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks) {
+    if (kVec == 1) {
+      return false;
+    }
     while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
       c.cluster *= 2;
     }
   }
   c.slice_packs = ceil_div(num_packs, c.cluster);
-  RowConfig cfg =
-      choose_row_config(c.slice_packs, c.slice_packs > kRowWidePacks ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
+  // Single elements: as many per thread as 16-byte packs hold at most.
+  const bool wide = kVec == 1 || c.slice_packs > kRowWidePacks;
+  RowConfig cfg = choose_row_config(c.slice_packs, wide ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
   if (cfg.packs_per_thread > kRowMaxPacks) {
     cfg = choose_row_config(c.slice_packs, kRowMaxPacks, kMaxThreadsPerRow);
     if (cfg.packs_per_thread > kRowMaxPacks) {
@@ -442,15 +447,17 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
                   c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), a.eps);
   };
   BOOL_SWITCH(a.rms, kRms, [&] {
-    if (c.cluster > 1) {
-      // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
-      TORCH_CHECK(cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
-                  "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
-      launch(norm_fwd_rows_kernel<T, W, kRowMaxPacks, kRms, true>);
-      return;
+    if constexpr (kVec > 1) {
+      if (c.cluster > 1) {
+        // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
+        TORCH_CHECK(cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
+                    "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
+        launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true>);
+        return;
+      }
     }
     packs_switch(cfg.packs_per_thread, [&](auto p) {
-      launch(norm_fwd_rows_kernel<T, W, decltype(p)::value, kRms, false>);
+      launch(norm_fwd_rows_kernel<T, W, kVec, decltype(p)::value, kRms, false>);
     });
   });
   return true;
@@ -465,8 +472,10 @@ void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
   const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.y, kPackBytes) &&
       is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
   if (!vectorised) {
-    launch_norm_fwd<T, W, 1>(a);
-  } else if (!launch_rows_fwd(a)) {
+    if (!launch_rows_fwd<T, W, 1>(a)) {
+      launch_norm_fwd<T, W, 1>(a);
+    }
+  } else if (!launch_rows_fwd<T, W, kVec>(a)) {
     launch_norm_fwd<T, W, kVec>(a);
   }
 }
