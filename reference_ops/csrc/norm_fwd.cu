@@ -4,13 +4,14 @@
 // One kernel family serves both ops (RMSNorm is LayerNorm without centring and
 // bias), chosen in dispatch_norm_fwd:
 //   * norm_fwd_rows_kernel (16-byte packs, or single elements for odd N and
-//     unaligned pointers up to N = 8192): a plain grid of CTAs, the row in registers (all of a thread's loads in flight at once), the exact
-//     two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the
-//     output from the same registers; rows wider than one CTA holds are split
-//     over a thread-block cluster (sm_90).
+//     unaligned pointers up to N = 8192): a plain grid of CTAs, the row in
+//     registers (all of a thread's loads in flight at once), the exact two-pass
+//     statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output from
+//     the same registers; rows wider than one CTA holds are split over a
+//     thread-block cluster (sm_90).
 //   * norm_fwd_kernel / norm_fwd_uncached_kernel: rows too wide for the
-//     register kernel (single elements beyond N = 8192, or beyond its largest cluster):
-//     the row in registers, or read twice with shifted sums
+//     register kernel (single elements beyond N = 8192, or packs beyond its
+//     largest cluster): the row in registers, or read twice with shifted sums
 //     (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
 
 #include "norm.h"
