@@ -24,8 +24,6 @@ constexpr int kPackBytes = 16;
 // Largest number of threads that share one row.
 constexpr int kMaxThreadsPerRow = 1024;
 
-// Threads per block when several rows share a block (threads_per_row <= 32).
-constexpr int kRowsBlockThreads = 256;
 
 // N elements of T stored together so one instruction moves them.
 template <typename T, int N>
@@ -183,38 +181,17 @@ __device__ __forceinline__ U group_sum(U v, int width) {
   return v;
 }
 
-// Sum over the row group of `threads_per_row` threads (a power of two; groups
-// wider than a warp are whole warps, several groups may share a block). Warp
-// sums go through shared memory and every thread adds its group's warp sums in
-// the same fixed order. Every thread of the block must call it.
-template <typename U>
-__device__ __forceinline__ U row_sum(U v, int threads_per_row, U* scratch /* [32] */) {
-  if (threads_per_row <= 32) {
-    return group_sum(v, threads_per_row);
-  }
-  v = group_sum(v, 32);
-  const int warp = threadIdx.x >> 5;
-  if ((threadIdx.x & 31) == 0) {
-    scratch[warp] = v;
-  }
-  __syncthreads();
-  const int warps_per_group = threads_per_row >> 5;
-  const int first = warp - warp % warps_per_group;
-  U total = U(0);
-  for (int i = 0; i < warps_per_group; ++i) {
-    total += scratch[first + i];
-  }
-  __syncthreads();
-  return total;
-}
-
-// Two sums at once (halves the barriers when a kernel needs both).
+// Two sums carried together.
 template <typename U>
 struct Pair {
   U a;
   U b;
 };
 
+// Two sums over a row group of `threads_per_row` threads (a power of two;
+// groups wider than a warp are whole warps, several groups may share a block):
+// warp butterflies, then the warp sums through shared memory, added by every
+// thread in the same fixed order. Every thread of the block must call it.
 template <typename U>
 __device__ __forceinline__ Pair<U> row_sum2(Pair<U> v, int threads_per_row, U* scratch /* [64] */) {
   if (threads_per_row <= 32) {

@@ -9,10 +9,10 @@
 //     statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output from
 //     the same registers; rows wider than one CTA holds are split over a
 //     thread-block cluster (sm_90).
-//   * norm_fwd_kernel / norm_fwd_uncached_kernel: rows too wide for the
-//     register kernel (single elements beyond N = 8192, or packs beyond its
-//     largest cluster): the row in registers, or read twice with shifted sums
-//     (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
+//   * norm_fwd_uncached_kernel: rows too wide for the register kernel (single
+//     elements beyond N = 8192, or packs beyond its largest cluster): read
+//     twice, with shifted sums (Chan, Golub & LeVeque 1983: sums of x - x[0]
+//     and (x - x[0])^2).
 
 #include "norm.h"
 #include "norm_common.cuh"
@@ -26,14 +26,6 @@
 namespace reference_ops {
 namespace cuda {
 namespace {
-
-// Packs each thread keeps in registers for a row, aimed for when choosing
-// threads_per_row: four 16-byte loads in flight per thread.
-constexpr int64_t kTargetPacksPerThread = 4;
-
-// Bytes of the row one thread of the register kernel holds (at most 8 packs):
-// beyond 64 bytes ptxas spills at the 64-register cap of 1024-thread blocks.
-constexpr int kMaxRowBytesPerThread = 64;
 
 // Block size of the uncached kernel (one row per block).
 constexpr int kUncachedThreads = 1024;
@@ -49,120 +41,6 @@ constexpr int kRowBlockThreads = 128;
 // -----------------------------------------------------------------------------
 // Kernels
 // -----------------------------------------------------------------------------
-
-template <typename T, typename W, int kVec, int kPacks>
-__global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_kernel(
-    const T* __restrict__ x,
-    const W* __restrict__ weight,
-    const W* __restrict__ bias,
-    T* __restrict__ y,
-    at::opmath_type<T>* __restrict__ mean_out,
-    at::opmath_type<T>* __restrict__ rstd_out,
-    int64_t rows,
-    int64_t cols,
-    int threads_per_row,
-    at::opmath_type<T> eps,
-    bool rms) {
-  using acc_t = at::opmath_type<T>;
-  __shared__ acc_t scratch[32];
-  const int lane = threadIdx.x & (threads_per_row - 1);
-  const int group = threadIdx.x / threads_per_row;
-  const int groups = blockDim.x / threads_per_row;
-  const int64_t num_packs = cols / kVec;
-  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
-
-  // The loop bound is uniform over the block so every lane joins the shuffles.
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * groups; base < rows;
-       base += static_cast<int64_t>(gridDim.x) * groups) {
-    const int64_t row = base + group;
-    const bool row_ok = row < rows;
-    const T* xr = x + row * cols;
-
-    Pack<T, kVec> xp[kPacks];
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
-      if (row_ok && idx < num_packs) {
-        xp[p] = load_pack<T, kVec>(xr, idx);
-      } else {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          xp[p].v[k] = T(0);
-        }
-      }
-    }
-
-    acc_t mean = acc_t(0);
-    if (!rms) {
-      acc_t sum = acc_t(0);
-#pragma unroll
-      for (int p = 0; p < kPacks; ++p) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          sum += static_cast<acc_t>(xp[p].v[k]);
-        }
-      }
-      mean = row_sum(sum, threads_per_row, scratch) * inv_cols;
-    }
-    acc_t sq = acc_t(0);
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
-      if (idx < num_packs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          const acc_t d = static_cast<acc_t>(xp[p].v[k]) - mean;
-          sq += d * d;
-        }
-      }
-    }
-    const acc_t rstd = rsqrt_acc(row_sum(sq, threads_per_row, scratch) * inv_cols + eps);
-
-    if (row_ok) {
-      if (lane == 0) {
-        if (mean_out != nullptr) {
-          mean_out[row] = mean;
-        }
-        rstd_out[row] = rstd;
-      }
-      T* yr = y + row * cols;
-#pragma unroll
-      for (int p = 0; p < kPacks; ++p) {
-        const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
-        if (idx < num_packs) {
-          Pack<T, kVec> yp;
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) {
-            yp.v[k] = static_cast<T>((static_cast<acc_t>(xp[p].v[k]) - mean) * rstd);
-          }
-          if (weight != nullptr) {
-            const Pack<W, kVec> wp = load_pack<W, kVec>(weight, idx);
-            Pack<W, kVec> bp;
-            if (bias != nullptr) {
-              bp = load_pack<W, kVec>(bias, idx);
-            }
-#pragma unroll
-            for (int k = 0; k < kVec; ++k) {
-              acc_t v = (static_cast<acc_t>(xp[p].v[k]) - mean) * rstd * static_cast<acc_t>(wp.v[k]);
-              if (bias != nullptr) {
-                v += static_cast<acc_t>(bp.v[k]);
-              }
-              yp.v[k] = static_cast<T>(v);
-            }
-          } else if (bias != nullptr) {
-            const Pack<W, kVec> bp = load_pack<W, kVec>(bias, idx);
-#pragma unroll
-            for (int k = 0; k < kVec; ++k) {
-              yp.v[k] = static_cast<T>(
-                  (static_cast<acc_t>(xp[p].v[k]) - mean) * rstd + static_cast<acc_t>(bp.v[k]));
-            }
-          }
-          store_pack<T, kVec>(yr, idx, yp);
-        }
-      }
-    }
-  }
-}
 
 template <typename T, typename W, int kVec>
 __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
@@ -380,34 +258,14 @@ struct FwdArgs {
   bool rms;
 };
 
+// Rows wider than the register kernel holds: read twice, one row per CTA.
 template <typename T, typename W, int kVec>
-void launch_norm_fwd(const FwdArgs<T, W>& a) {
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  constexpr int kMaxPacks = std::max<int>(1, std::min<int>(8, kMaxRowBytesPerThread / (kVec * sizeof(T))));
-  const RowConfig cfg = choose_row_config(a.cols / kVec, kTargetPacksPerThread, kMaxThreadsPerRow);
-  if (cfg.packs_per_thread > kMaxPacks) {
-    auto kernel = norm_fwd_uncached_kernel<T, W, kVec>;
-    const int64_t grid = std::min(a.rows, resident_blocks(kernel, kUncachedThreads, 0));
-    kernel<<<grid, kUncachedThreads, 0, stream>>>(
-        a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols, a.eps, a.rms);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return;
-  }
-  packs_switch(cfg.packs_per_thread, [&](auto packs) {
-    constexpr int kPacks = decltype(packs)::value;
-    if constexpr (kPacks <= kMaxPacks) {
-      auto kernel = norm_fwd_kernel<T, W, kVec, kPacks>;
-      // Rows wider than a warp take a whole block; narrower rows share one.
-      const int block = cfg.threads_per_row <= 32 ? kRowsBlockThreads : cfg.threads_per_row;
-      const int64_t groups = block / cfg.threads_per_row;
-      const int64_t grid = std::min((a.rows + groups - 1) / groups, resident_blocks(kernel, block, 0));
-      kernel<<<grid, block, 0, stream>>>(
-          a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols, cfg.threads_per_row, a.eps, a.rms);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    } else {
-      TORCH_CHECK(false, "reference_ops: internal error, forward packs per thread ", kPacks);
-    }
-  });
+void launch_norm_fwd_uncached(const FwdArgs<T, W>& a) {
+  auto kernel = norm_fwd_uncached_kernel<T, W, kVec>;
+  const int64_t grid = std::min(a.rows, resident_blocks(kernel, kUncachedThreads, 0));
+  kernel<<<grid, kUncachedThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols, a.eps, a.rms);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // Launches the register forward with packs of kVec elements (16 bytes, or single
@@ -423,11 +281,12 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   StagedConfig c;
   const int64_t per_cta = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
   if (num_packs > static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks) {
-    if (kVec == 1) {
+    if constexpr (kVec == 1) {
       return false;
-    }
-    while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
-      c.cluster *= 2;
+    } else {
+      while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
+        c.cluster *= 2;
+      }
     }
   }
   c.slice_packs = ceil_div(num_packs, c.cluster);
@@ -474,10 +333,10 @@ void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
       is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
   if (!vectorised) {
     if (!launch_rows_fwd<T, W, 1>(a)) {
-      launch_norm_fwd<T, W, 1>(a);
+      launch_norm_fwd_uncached<T, W, 1>(a);
     }
   } else if (!launch_rows_fwd<T, W, kVec>(a)) {
-    launch_norm_fwd<T, W, kVec>(a);
+    launch_norm_fwd_uncached<T, W, kVec>(a);
   }
 }
 
