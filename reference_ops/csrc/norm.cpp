@@ -28,11 +28,7 @@ extern "C" {
 // registrations below; the module itself is empty.
 PyObject* PyInit__C(void) {
   static struct PyModuleDef module_def = {
-      PyModuleDef_HEAD_INIT,
-      "_C",
-      nullptr,
-      -1,
-      nullptr,
+      PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr,
   };
   return PyModule_Create(&module_def);
 }
@@ -47,23 +43,18 @@ bool is_supported_dtype(c10::ScalarType t) {
 }
 
 void check_param(
-    const char* op,
-    const char* name,
-    const at::Tensor& x,
-    const at::Tensor& p,
-    c10::IntArrayRef normalized_shape) {
+    const char* op, const char* name, const at::Tensor& x, const at::Tensor& p, c10::IntArrayRef normalized_shape) {
   TORCH_CHECK(
-      p.device() == x.device(),
-      op, ": ", name, " is on ", p.device(), " but x is on ", x.device(),
-      "; move ", name, " to x's device (e.g. module.to(x.device))");
+      p.device() == x.device(), op, ": ", name, " is on ", p.device(), " but x is on ", x.device(), "; move ", name,
+      " to x's device (e.g. module.to(x.device))");
   TORCH_CHECK(
-      p.sizes() == normalized_shape,
-      op, ": ", name, " must have shape normalized_shape = ", normalized_shape, ", got ", p.sizes());
+      p.sizes() == normalized_shape, op, ": ", name, " must have shape normalized_shape = ", normalized_shape, ", got ",
+      p.sizes());
   const bool same = p.scalar_type() == x.scalar_type();
-  const bool mixed = p.scalar_type() == at::kFloat && (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16);
+  const bool mixed =
+      p.scalar_type() == at::kFloat && (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16);
   TORCH_CHECK(
-      same || mixed,
-      op, ": ", name, " has dtype ", p.scalar_type(), " but x has dtype ", x.scalar_type(), "; ", name,
+      same || mixed, op, ": ", name, " has dtype ", p.scalar_type(), " but x has dtype ", x.scalar_type(), "; ", name,
       " must have x's dtype, or float32 when x is float16/bfloat16 (convert with .to(x.dtype))");
 }
 
@@ -85,17 +76,15 @@ NormShape check_norm_args(
     const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias) {
   TORCH_CHECK(
-      is_supported_dtype(x.scalar_type()),
-      op, ": x must be float32, float16, bfloat16 or float64, got ", x.scalar_type(),
-      "; convert it first (e.g. x.float())");
+      is_supported_dtype(x.scalar_type()), op, ": x must be float32, float16, bfloat16 or float64, got ",
+      x.scalar_type(), "; convert it first (e.g. x.float())");
   TORCH_CHECK(
-      !normalized_shape.empty(),
-      op, ": normalized_shape must name at least one trailing dimension of x, got []");
+      !normalized_shape.empty(), op, ": normalized_shape must name at least one trailing dimension of x, got []");
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());
   TORCH_CHECK(
-      x.dim() >= nd && x.sizes().slice(x.dim() - nd) == normalized_shape,
-      op, ": normalized_shape ", normalized_shape, " must equal the trailing dimensions of x, got x of shape ",
-      x.sizes(), "; pass normalized_shape = x.shape[-k:] for the k dimensions to normalise over");
+      x.dim() >= nd && x.sizes().slice(x.dim() - nd) == normalized_shape, op, ": normalized_shape ", normalized_shape,
+      " must equal the trailing dimensions of x, got x of shape ", x.sizes(),
+      "; pass normalized_shape = x.shape[-k:] for the k dimensions to normalise over");
   int64_t cols = 1;
   for (const int64_t s : normalized_shape) {
     cols *= s;
@@ -107,9 +96,8 @@ NormShape check_norm_args(
   if (bias.has_value()) {
     check_param(op, "bias", x, *bias, normalized_shape);
     TORCH_CHECK(
-        !weight.has_value() || weight->scalar_type() == bias->scalar_type(),
-        op, ": weight (", weight->scalar_type(), ") and bias (", bias->scalar_type(),
-        ") must have the same dtype");
+        !weight.has_value() || weight->scalar_type() == bias->scalar_type(), op, ": weight (", weight->scalar_type(),
+        ") and bias (", bias->scalar_type(), ") must have the same dtype");
   }
   return {x.numel() / cols, cols};
 }
@@ -124,18 +112,16 @@ NormShape check_norm_bwd_args(
     const std::optional<at::Tensor>& bias) {
   const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
   TORCH_CHECK(
-      dy.sizes() == x.sizes() && dy.scalar_type() == x.scalar_type() && dy.device() == x.device(),
-      op, ": the gradient must match x in shape, dtype and device; got ", dy.sizes(), " ", dy.scalar_type(), " on ",
+      dy.sizes() == x.sizes() && dy.scalar_type() == x.scalar_type() && dy.device() == x.device(), op,
+      ": the gradient must match x in shape, dtype and device; got ", dy.sizes(), " ", dy.scalar_type(), " on ",
       dy.device(), " for x ", x.sizes(), " ", x.scalar_type(), " on ", x.device());
   TORCH_CHECK(
-      rstd.device() == x.device() && rstd.scalar_type() == stat_dtype(x.scalar_type()) &&
-          rstd.numel() == shape.rows,
+      rstd.device() == x.device() && rstd.scalar_type() == stat_dtype(x.scalar_type()) && rstd.numel() == shape.rows,
       op, ": rstd must be the statistics returned by the forward op (", shape.rows, " values of dtype ",
       stat_dtype(x.scalar_type()), " on ", x.device(), "), got ", rstd.sizes(), " ", rstd.scalar_type(), " on ",
       rstd.device());
   return shape;
 }
-
 
 // -----------------------------------------------------------------------------
 // Device-independent entry points
@@ -158,27 +144,34 @@ at::Tensor defined_or_empty(const at::Tensor& t, const at::Tensor& like) {
 
 } // namespace
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                                              const std::optional<at::Tensor>& weight,
-                                                              const std::optional<at::Tensor>& bias, double eps,
-                                                              NormFwdBackend backend) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    double eps,
+    NormFwdBackend backend) {
   const NormShape shape = check_norm_args("layer_norm", x, normalized_shape, weight, bias);
-  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
+  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty_like(xc);
   const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
   at::Tensor mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
   at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  backend(xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), y, mean, rstd, shape, eps,
-          /*rms=*/false);
+  backend(
+      xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), y, mean, rstd, shape, eps,
+      /*rms=*/false);
   return {y, mean, rstd};
 }
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, double eps,
-                                                NormFwdBackend backend) {
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    double eps,
+    NormFwdBackend backend) {
   const NormShape shape = check_norm_args("rms_norm", x, normalized_shape, weight, std::nullopt);
-  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
+  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor y = at::empty_like(xc);
   at::Tensor mean;
@@ -187,39 +180,47 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArr
   return {y, rstd};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
-                                                              const at::Tensor& mean, const at::Tensor& rstd,
-                                                              c10::IntArrayRef normalized_shape,
-                                                              const std::optional<at::Tensor>& weight,
-                                                              const std::optional<at::Tensor>& bias,
-                                                              NormBwdBackend backend) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& mean,
+    const at::Tensor& rstd,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    NormBwdBackend backend) {
   const NormShape shape = check_norm_bwd_args("layer_norm_bwd", dy, x, rstd, normalized_shape, weight, bias);
   TORCH_CHECK(
       mean.sizes() == rstd.sizes() && mean.scalar_type() == rstd.scalar_type() && mean.device() == rstd.device(),
       "layer_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
-      "layer_norm_fwd); got mean ", mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ",
-      rstd.scalar_type());
-  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
+      "layer_norm_fwd); got mean ",
+      mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ", rstd.scalar_type());
+  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor dx = at::empty_like(xc);
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias = grad_like(bias);
-  backend(dy.contiguous(), xc, mean.contiguous(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
-          dbias, shape);
+  backend(
+      dy.contiguous(), xc, mean.contiguous(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight, dbias,
+      shape);
   return {dx, defined_or_empty(dweight, x), defined_or_empty(dbias, x)};
 }
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                                c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, NormBwdBackend backend) {
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& rstd,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    NormBwdBackend backend) {
   const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
-  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
+  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor dx = at::empty_like(xc);
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias;
-  backend(dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight, dbias,
-          shape);
+  backend(
+      dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight, dbias, shape);
   return {dx, defined_or_empty(dweight, x)};
 }
 
@@ -275,8 +276,8 @@ void norm_fwd_typed(
   at::parallel_for(0, shape.rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const T* xr = xp + row * cols;
-      const acc_t m = rms ? acc_t(0)
-                          : blocked_sum<acc_t>(cols, [&](int64_t c) { return static_cast<acc_t>(xr[c]); }) * inv_cols;
+      const acc_t m =
+          rms ? acc_t(0) : blocked_sum<acc_t>(cols, [&](int64_t c) { return static_cast<acc_t>(xr[c]); }) * inv_cols;
       const acc_t sq = blocked_sum<acc_t>(cols, [&](int64_t c) {
         const acc_t d = static_cast<acc_t>(xr[c]) - m;
         return d * d;
@@ -378,15 +379,31 @@ void norm_bwd_typed(
   }
 }
 
-void norm_fwd_cpu(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
-                  at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps, bool rms) {
+void norm_fwd_cpu(
+    const at::Tensor& x,
+    const at::Tensor& weight,
+    const at::Tensor& bias,
+    at::Tensor& y,
+    at::Tensor& mean,
+    at::Tensor& rstd,
+    NormShape shape,
+    double eps,
+    bool rms) {
   dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
     norm_fwd_typed<decltype(t), decltype(w)>(x, weight, bias, y, mean, rstd, shape, eps, rms);
   });
 }
 
-void norm_bwd_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-                  const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
+void norm_bwd_cpu(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& mean,
+    const at::Tensor& rstd,
+    const at::Tensor& weight,
+    at::Tensor& dx,
+    at::Tensor& dweight,
+    at::Tensor& dbias,
+    NormShape shape) {
   dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
     norm_bwd_typed<decltype(t), decltype(w)>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
   });
@@ -399,27 +416,35 @@ void norm_bwd_cpu(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m
 // for float64 x). The backward ops return empty tensors in place of dweight /
 // dbias when weight / bias is None.
 TORCH_LIBRARY(reference_ops, m) {
-  m.def("layer_norm_fwd(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)");
-  m.def("layer_norm_bwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd, int[] normalized_shape, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "layer_norm_fwd(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, "
+      "Tensor)");
+  m.def(
+      "layer_norm_bwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd, int[] normalized_shape, Tensor? weight, Tensor? "
+      "bias) -> (Tensor, Tensor, Tensor)");
   m.def("rms_norm_fwd(Tensor x, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)");
   m.def("rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, int[] normalized_shape, Tensor? weight) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(reference_ops, CPU, m) {
-  m.impl("layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                              const std::optional<at::Tensor>& b,
-                              double eps) { return layer_norm_fwd(x, shape, w, b, eps, cpu::norm_fwd_cpu); });
-  m.impl("layer_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-                              c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                              const std::optional<at::Tensor>& b) {
-    return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cpu::norm_bwd_cpu);
-  });
-  m.impl("rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                            double eps) { return rms_norm_fwd(x, shape, w, eps, cpu::norm_fwd_cpu); });
-  m.impl("rms_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
-                            const std::optional<at::Tensor>& w) {
-    return rms_norm_bwd(dy, x, rstd, shape, w, cpu::norm_bwd_cpu);
-  });
+  m.impl(
+      "layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                           const std::optional<at::Tensor>& b,
+                           double eps) { return layer_norm_fwd(x, shape, w, b, eps, cpu::norm_fwd_cpu); });
+  m.impl(
+      "layer_norm_bwd",
+      [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+         c10::IntArrayRef shape, const std::optional<at::Tensor>& w, const std::optional<at::Tensor>& b) {
+        return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cpu::norm_bwd_cpu);
+      });
+  m.impl(
+      "rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
+        return rms_norm_fwd(x, shape, w, eps, cpu::norm_fwd_cpu);
+      });
+  m.impl(
+      "rms_norm_bwd",
+      [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
+         const std::optional<at::Tensor>& w) { return rms_norm_bwd(dy, x, rstd, shape, w, cpu::norm_bwd_cpu); });
 }
 
 } // namespace reference_ops

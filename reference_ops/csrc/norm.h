@@ -66,30 +66,57 @@ inline bool has_float_params(const at::Tensor& x, const at::Tensor& a, const at:
 
 // A device implementation: fills preallocated outputs from checked, contiguous inputs. Undefined
 // tensors stand for absent weight / bias (and mean, for RMSNorm).
-using NormFwdBackend = void (*)(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                at::Tensor& y, at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps,
-                                bool rms);
-using NormBwdBackend = void (*)(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean,
-                                const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dx,
-                                at::Tensor& dweight, at::Tensor& dbias, NormShape shape);
+using NormFwdBackend = void (*)(
+    const at::Tensor& x,
+    const at::Tensor& weight,
+    const at::Tensor& bias,
+    at::Tensor& y,
+    at::Tensor& mean,
+    at::Tensor& rstd,
+    NormShape shape,
+    double eps,
+    bool rms);
+using NormBwdBackend = void (*)(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& mean,
+    const at::Tensor& rstd,
+    const at::Tensor& weight,
+    at::Tensor& dx,
+    at::Tensor& dweight,
+    at::Tensor& dbias,
+    NormShape shape);
 
 // The four ops, shared by every device: check the arguments, make the inputs contiguous,
 // allocate the outputs, then run `backend` (norm.cpp for the CPU, norm_*.cu for CUDA).
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                                              const std::optional<at::Tensor>& weight,
-                                                              const std::optional<at::Tensor>& bias, double eps,
-                                                              NormFwdBackend backend);
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, double eps,
-                                                NormFwdBackend backend);
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
-                                                              const at::Tensor& mean, const at::Tensor& rstd,
-                                                              c10::IntArrayRef normalized_shape,
-                                                              const std::optional<at::Tensor>& weight,
-                                                              const std::optional<at::Tensor>& bias,
-                                                              NormBwdBackend backend);
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                                c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, NormBwdBackend backend);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    double eps,
+    NormFwdBackend backend);
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    double eps,
+    NormFwdBackend backend);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& mean,
+    const at::Tensor& rstd,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    NormBwdBackend backend);
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& rstd,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    NormBwdBackend backend);
 
 } // namespace reference_ops

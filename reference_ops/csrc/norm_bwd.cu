@@ -389,7 +389,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   const int64_t cluster_id = blockIdx.x / cluster;
   const int64_t clusters = gridDim.x / cluster;
   const int64_t pack0 = rank * slice_packs;
-  const int64_t packs = slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0);
+  const int64_t packs =
+      slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0);
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
   // The statistics of a row are copied once per segment (the threads of one row
@@ -402,8 +403,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // [stages][groups][2][slice_packs] staged x and dy.
   WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
   acc_t* stats = reinterpret_cast<acc_t*>(w_s + (weight != nullptr ? slice_packs : 0));
-  XPack* stage = reinterpret_cast<XPack*>((reinterpret_cast<uintptr_t>(stats + stages * segments * 2) + kPackBytes - 1) &
-                                          ~static_cast<uintptr_t>(kPackBytes - 1));
+  XPack* stage = reinterpret_cast<XPack*>(
+      (reinterpret_cast<uintptr_t>(stats + stages * segments * 2) + kPackBytes - 1) &
+      ~static_cast<uintptr_t>(kPackBytes - 1));
   for (int64_t j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
     w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
   }
@@ -447,9 +449,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     dw_acc[e] = acc_t(0);
     db_acc[e] = acc_t(0);
   }
-  auto weight_at = [&](int e, const WPack& wp) {
-    return weight != nullptr ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
-  };
+  auto weight_at = [&](int e, const WPack& wp) { return weight != nullptr ? static_cast<acc_t>(wp.get(e)) : acc_t(1); };
 
   int slot = 0;
   for (int64_t k = 0; k < iters; ++k) {
@@ -458,7 +458,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     }
     cp_async_commit();
     cp_async_wait(stages - 1);
-    __syncwarp();  // the statistics were copied by the segment's first thread
+    __syncwarp(); // the statistics were copied by the segment's first thread
     const XPack* xs = staged(k);
     const XPack* gs = xs + slice_packs;
     const acc_t* st = row_stats(k);
@@ -525,7 +525,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // Add the row groups of this CTA in a fixed order, through the (now idle)
   // staging memory, and write the CTA's slice of its partial row.
   cp_async_wait(0);
-  acc_t* sums_s = reinterpret_cast<acc_t*>(stage);  // [groups][slice_packs * kVec]
+  acc_t* sums_s = reinterpret_cast<acc_t*>(stage); // [groups][slice_packs * kVec]
   const int64_t slice_cols = packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
@@ -662,8 +662,8 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
   TORCH_CHECK(used_chunks <= 65535, "reference_ops: too many rows (", a.rows, ") for the wide-row backward");
   const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(used_chunks));
   kernel<<<grid, kColumnsThreads, 0, stream>>>(
-      a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(), a.dx,
-      data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows, a.cols, rows_per_chunk);
+      a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(), a.dx, data_or_null<acc_t>(dw_part),
+      data_or_null<acc_t>(db_part), a.rows, a.cols, rows_per_chunk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (a.dweight != nullptr || a.dbias != nullptr) {
     launch_column_sums(a, dw_part, db_part, used_chunks);
@@ -694,8 +694,8 @@ bool staged_bwd_shape(
   }
   // Rows split over a cluster need whole warps per row.
   const int64_t min_threads = cluster > 1 ? 32 : 1;
-  c.threads_per_row = static_cast<int>(std::min<int64_t>(
-      kBwdThreads, std::max(min_threads, next_pow2(ceil_div(c.slice_packs, kMaxPacks)))));
+  c.threads_per_row = static_cast<int>(
+      std::min<int64_t>(kBwdThreads, std::max(min_threads, next_pow2(ceil_div(c.slice_packs, kMaxPacks)))));
   packs = static_cast<int>(next_pow2(ceil_div(c.slice_packs, c.threads_per_row)));
   c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
   const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
@@ -703,8 +703,8 @@ bool staged_bwd_shape(
   const int64_t segments = kBwdThreads / std::min(c.threads_per_row, 32);
   const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
   // As many stages as fit in one CTA's shared memory and in its share of the SM's (at least one).
-  const int64_t fit = std::min((budget - param_bytes) / stage_bytes,
-                               (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
+  const int64_t fit = std::min(
+      (budget - param_bytes) / stage_bytes, (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
   c.stages = static_cast<int>(std::clamp<int64_t>(fit, 1, kBwdMaxStages));
   c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * (stats_bytes + stage_bytes) + kPackBytes);
   return true;
@@ -718,9 +718,10 @@ void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64
   const bool direct = clusters == 1;
   at::Tensor dw_part = a.dweight != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
   at::Tensor db_part = a.dbias != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
-  launch_staged(kernel, c, clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
-                data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows, a.cols,
-                c.threads_per_row, c.cluster, c.stages, c.slice_packs);
+  launch_staged(
+      kernel, c, clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
+      data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows, a.cols,
+      c.threads_per_row, c.cluster, c.stages, c.slice_packs);
   if (!direct && (a.dweight != nullptr || a.dbias != nullptr)) {
     launch_column_sums(a, dw_part, db_part, clusters);
   }
@@ -769,8 +770,9 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
       // the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1 stage, 82 %).
       const int64_t share = smem_share_per_cta(kernel, c.threads());
       const int packs_before = packs;
-      TORCH_CHECK(staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
-                  "reference_ops: internal error, staged backward shape changed with its shared-memory share");
+      TORCH_CHECK(
+          staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
+          "reference_ops: internal error, staged backward shape changed with its shared-memory share");
       const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
       launch_norm_bwd_staged<T, W, kPacks>(a, c, clusters);
     } else {
@@ -799,8 +801,8 @@ void launch_norm_bwd(const BwdArgs<T, W>& a) {
       at::Tensor dw_part = a.dweight != nullptr ? at::empty({grid, a.cols}, a.acc_options) : at::Tensor();
       at::Tensor db_part = a.dbias != nullptr ? at::empty({grid, a.cols}, a.acc_options) : at::Tensor();
       kernel<<<grid, kBwdThreads, 0, stream>>>(
-          a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part),
-          a.rows, a.cols, cfg.threads_per_row);
+          a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows,
+          a.cols, cfg.threads_per_row);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       if (a.dweight != nullptr || a.dbias != nullptr) {
         launch_column_sums(a, dw_part, db_part, grid);
@@ -818,7 +820,7 @@ template <typename T, typename W>
 void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
   const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.dy, kPackBytes) &&
-      is_aligned(a.dx, kPackBytes) && is_aligned(a.weight, sizeof(W) * kVec);
+                          is_aligned(a.dx, kPackBytes) && is_aligned(a.weight, sizeof(W) * kVec);
   if (!vectorised) {
     launch_norm_bwd<T, W, 1>(a);
   } else if (!run_norm_bwd_staged(a)) {
@@ -886,15 +888,16 @@ void norm_bwd_cuda(
 
 // The shared entry points of norm.cpp with the CUDA backend.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
-  m.impl("layer_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-                              c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                              const std::optional<at::Tensor>& b) {
-    return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cuda::norm_bwd_cuda);
-  });
-  m.impl("rms_norm_bwd", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
-                            const std::optional<at::Tensor>& w) {
-    return rms_norm_bwd(dy, x, rstd, shape, w, cuda::norm_bwd_cuda);
-  });
+  m.impl(
+      "layer_norm_bwd",
+      [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+         c10::IntArrayRef shape, const std::optional<at::Tensor>& w, const std::optional<at::Tensor>& b) {
+        return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cuda::norm_bwd_cuda);
+      });
+  m.impl(
+      "rms_norm_bwd",
+      [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
+         const std::optional<at::Tensor>& w) { return rms_norm_bwd(dy, x, rstd, shape, w, cuda::norm_bwd_cuda); });
 }
 
 } // namespace reference_ops

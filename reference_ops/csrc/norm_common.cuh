@@ -24,7 +24,6 @@ constexpr int kPackBytes = 16;
 // Largest number of threads that share one row.
 constexpr int kMaxThreadsPerRow = 1024;
 
-
 // N elements of T stored together so one instruction moves them.
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Pack {
@@ -277,14 +276,14 @@ void packs_switch(int p, F&& f) {
 
 // Runs `f` with the runtime flag `cond` as the compile-time constant `kName`
 // (one instantiation for each value).
-#define BOOL_SWITCH(cond, kName, ...)       \
-  [&] {                                     \
-    if (cond) {                             \
-      constexpr bool kName = true;          \
-      return __VA_ARGS__();                 \
-    }                                       \
-    constexpr bool kName = false;           \
-    return __VA_ARGS__();                   \
+#define BOOL_SWITCH(cond, kName, ...) \
+  [&] {                               \
+    if (cond) {                       \
+      constexpr bool kName = true;    \
+      return __VA_ARGS__();           \
+    }                                 \
+    constexpr bool kName = false;     \
+    return __VA_ARGS__();             \
   }()
 
 // Number of blocks that keep every SM busy for a kernel with this block size.
@@ -295,7 +294,6 @@ int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {
   const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   return static_cast<int64_t>(std::max(per_sm, 1)) * sms;
 }
-
 
 // -----------------------------------------------------------------------------
 // Staged rows: cp.async copies into shared memory, several rows ahead
@@ -326,8 +324,8 @@ __device__ __forceinline__ void cp_async_small(void* smem, const void* gmem, boo
   static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
 #ifdef REFERENCE_OPS_CP_ASYNC
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(kBytes),
-               "r"(valid ? kBytes : 0));
+  asm volatile(
+      "cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(kBytes), "r"(valid ? kBytes : 0));
 #else
   using V = std::conditional_t<kBytes == 4, unsigned, unsigned long long>;
   *static_cast<V*>(smem) = valid ? *static_cast<const V*>(gmem) : V(0);
@@ -414,11 +412,7 @@ struct ReduceScratch {
 // every CTA of the cluster must call it. `slot` alternates between calls.
 template <int kN, typename U>
 __device__ __forceinline__ void row_reduce(
-    U (&v)[kN],
-    int threads_per_row,
-    int cluster,
-    ReduceScratch<U, kN>& scratch,
-    int& slot) {
+    U (&v)[kN], int threads_per_row, int cluster, ReduceScratch<U, kN>& scratch, int& slot) {
   if (threads_per_row <= 32 && cluster == 1) {
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
@@ -494,7 +488,8 @@ int64_t smem_share_per_cta(Kernel kernel, int threads) {
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
   const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
   const int64_t per_cta = static_cast<int64_t>(prop->sharedMemPerMultiprocessor) / std::max(per_sm, 1) -
-      static_cast<int64_t>(prop->reservedSharedMemPerBlock) - static_cast<int64_t>(attr.sharedSizeBytes);
+                          static_cast<int64_t>(prop->reservedSharedMemPerBlock) -
+                          static_cast<int64_t>(attr.sharedSizeBytes);
   return std::max<int64_t>(per_cta, 0);
 }
 
@@ -502,8 +497,8 @@ int64_t smem_share_per_cta(Kernel kernel, int threads) {
 // raising the kernel's dynamic shared memory limit to cfg.smem_bytes.
 template <typename Kernel>
 int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(cfg.smem_bytes)));
+  C10_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg.smem_bytes)));
   int64_t resident = 0;
   if (cfg.cluster > 1) {
     cudaLaunchConfig_t config = {};
@@ -525,8 +520,9 @@ int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cfg.threads(), cfg.smem_bytes));
     resident = static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   }
-  TORCH_CHECK(resident > 0, "reference_ops: internal error, a ", cfg.threads(), "-thread CTA with ", cfg.smem_bytes,
-              " bytes of shared memory does not fit on this GPU");
+  TORCH_CHECK(
+      resident > 0, "reference_ops: internal error, a ", cfg.threads(), "-thread CTA with ", cfg.smem_bytes,
+      " bytes of shared memory does not fit on this GPU");
   return resident;
 }
 

@@ -114,7 +114,6 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
   }
 }
 
-
 // Register forward (16-byte packs): a plain grid of CTAs, one row per row
 // group; each thread issues all of its kPacks loads at once and keeps the packs
 // (as raw words of T) in registers for the exact two-pass statistics
@@ -146,8 +145,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   const int cluster = kCluster ? cluster_size : 1;
   const int lane = threadIdx.x & (threads_per_row - 1);
   const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
-  const int64_t row = static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x / threads_per_row) +
-      threadIdx.x / threads_per_row;
+  const int64_t row =
+      static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x / threads_per_row) + threadIdx.x / threads_per_row;
   // Groups past the last row still take part in the reductions.
   const bool ok = row < rows;
   const int pack0 = rank * slice_packs;
@@ -303,15 +302,17 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   c.groups = c.cluster > 1 ? 1 : std::max(cfg.threads_per_row, kRowBlockThreads) / cfg.threads_per_row;
   const int64_t clusters = ceil_div(a.rows, c.groups);
   auto launch = [&](auto kernel) {
-    launch_staged(kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
-                  c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), a.eps);
+    launch_staged(
+        kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
+        c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), a.eps);
   };
   BOOL_SWITCH(a.rms, kRms, [&] {
     if constexpr (kVec > 1) {
       if (c.cluster > 1) {
         // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
-        TORCH_CHECK(cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
-                    "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
+        TORCH_CHECK(
+            cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
+            "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
         launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true>);
         return;
       }
@@ -330,7 +331,7 @@ template <typename T, typename W>
 void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
   const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.y, kPackBytes) &&
-      is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
+                          is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
   if (!vectorised) {
     if (!launch_rows_fwd<T, W, 1>(a)) {
       launch_norm_fwd_uncached<T, W, 1>(a);
@@ -393,14 +394,14 @@ void norm_fwd_cuda(
 
 // The shared entry points of norm.cpp with the CUDA backend.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
-  m.impl("layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                              const std::optional<at::Tensor>& b, double eps) {
-    return layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda);
-  });
-  m.impl("rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                            double eps) {
-    return rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda);
-  });
+  m.impl(
+      "layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                           const std::optional<at::Tensor>& b,
+                           double eps) { return layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda); });
+  m.impl(
+      "rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
+        return rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda);
+      });
 }
 
 } // namespace reference_ops
