@@ -14,7 +14,7 @@ Method:
   * every result (y, dx, dweight, dbias) is checked against a float64 reference each run.
 
 Usage: python benchmarks/bench.py [--dtypes bf16,fp16,fp32] [--ops layer_norm,rms_norm]
-       [--no-compile] [--no-latency] [--replays N] [--out DIR]
+       [--shapes MxN,...] [--no-compile] [--no-latency] [--replays N] [--out DIR]
 Writes bench.csv and (when matplotlib is available) bench.png to --out.
 """
 
@@ -45,7 +45,7 @@ LARGE_SHAPES = [
     (16416, 4095),  # odd-width neighbours; M chosen so a call still moves >= 256 MiB
     (8208, 8191),
 ]
-LATENCY_SHAPES = [(1, 4096), (8, 4096), (64, 4096), (64, 1024)]
+LATENCY_SHAPES = [(1, 4096), (8, 4096), (64, 4096), (64, 1024), (1024, 4096)]
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # Relative error (||out - ref|| / ||ref||) accepted against the float64 reference.
 REL_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
@@ -296,6 +296,7 @@ def main():
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     parser.add_argument("--replays", type=int, default=30, help="timed graph replays per measurement")
     parser.add_argument("--no-latency", action="store_true", help="skip the few-row shapes")
+    parser.add_argument("--shapes", help="only these shapes, e.g. 16416x4095,1x4096 (default: all)")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -308,6 +309,8 @@ def main():
     copy_gbps = copy_bandwidth_gbps()
     print(f"copy bandwidth: {copy_gbps:.0f} GB/s", flush=True)
     shapes = LARGE_SHAPES + ([] if args.no_latency else LATENCY_SHAPES)
+    if args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows = []
     started = time.perf_counter()
     for op in args.ops.split(","):

@@ -2,28 +2,28 @@
 // reference_ops::rms_norm_bwd.
 //
 // With xhat = (x - mean) * rstd and g = dy * weight (mean = 0 for RMSNorm):
-//   dx      = rstd * (g - mean(g) - xhat * mean(g * xhat))   (RMSNorm: no mean(g) term)
-//   dweight = sum over rows of dy * xhat,  dbias = sum over rows of dy.
+//   dx      = rstd * (g - mean(g) - xhat * mean(g * xhat))   (RMSNorm: no
+//   mean(g) term) dweight = sum over rows of dy * xhat,  dbias = sum over rows
+//   of dy.
 // No floating-point atomics: every block writes its partial dweight / dbias row
 // to a workspace and column_sum_kernel adds the partial rows in a fixed order,
 // so results are bitwise reproducible.
 //
 // One kernel family, chosen in dispatch_norm_bwd:
-//   * norm_bwd_staged_kernel (16-byte-aligned rows): persistent CTAs stream x,
-//     dy and the statistics of the next rows into shared memory with cp.async;
-//     each thread owns the same columns in every row, so its dweight / dbias
-//     accumulate in registers; rows too wide for one CTA (or too few per SM)
-//     are split over a thread-block cluster (sm_90). One pass over x and dy.
-//   * norm_bwd_kernel: the same without staging, for single elements (odd N or
-//     unaligned pointers) and rows the staged kernel cannot hold.
+//   * norm_bwd_staged_kernel (16-byte-aligned pointers; for N not a multiple of
+//     the pack, the packs of the tensor that cover each row): persistent CTAs
+//     stream x, dy and the statistics of the next rows into shared memory with
+//     cp.async; each thread owns the same columns in every row, so its
+//     dweight / dbias accumulate in registers; rows too wide for one CTA (or
+//     too few per SM) are split over a thread-block cluster (sm_90). One pass
+//     over x and dy.
+//   * norm_bwd_kernel: the same without staging, for unaligned pointers (single
+//     elements) and rows the staged kernel cannot hold.
 //   * wide rows (more than kMaxBwdAccBytes of accumulators per thread) that
 //     the staged kernel cannot take: norm_bwd_row_stats_kernel computes
 //     mean(g) and mean(g * xhat) per row, then norm_bwd_columns_kernel walks
 //     column strips over chunks of rows, writing dx and per-chunk partials.
 //     Two passes over x and dy.
-
-#include "norm.h"
-#include "norm_common.cuh"
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
@@ -32,6 +32,10 @@
 #include <torch/library.h>
 
 #include <limits>
+#include <numeric>
+
+#include "norm.h"
+#include "norm_common.cuh"
 
 namespace reference_ops {
 namespace cuda {
@@ -52,12 +56,12 @@ constexpr int kBwdMaxStages = 4;
 constexpr int kMaxStagedAccBytes = 128;
 // Partial rows (written, then read by column_sum_kernel) above this share of
 // the bytes the backward must move make a larger cluster worth its reductions
-// (H100: at 0.04, bf16 LayerNorm N = 8192 split its rows over 2-CTA clusters and
-// ran at 65 % of copy bandwidth; kept whole, 85 %).
+// (H100: at 0.04, bf16 LayerNorm N = 8192 split its rows over 2-CTA clusters
+// and ran at 65 % of copy bandwidth; kept whole, 85 %).
 constexpr double kMaxPartialShare = 0.1;
 // Partial rows below this many bytes cost less than the reductions a larger
 // cluster adds.
-constexpr int64_t kMinPartialBytes = 8 << 20;
+constexpr int64_t kMinPartialBytes = 32 << 20;
 
 // Threads per block of the wide-row kernels.
 constexpr int kWideStatsThreads = 1024;
@@ -187,7 +191,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_kernel(
     }
   }
 
-  // Add the row groups of this block in a fixed order; one partial row per block.
+  // Add the row groups of this block in a fixed order; one partial row per
+  // block.
   acc_t* const parts[2] = {dw_part, db_part};
   const acc_t* const accs[2] = {dw_acc, db_acc};
 #pragma unroll
@@ -351,14 +356,14 @@ __global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
 // threads_per_row threads works on `stages` rows at once, one being processed
 // while x, dy and the row statistics of the next ones are copied into shared
 // memory by cp.async (each thread copies and later reads only its own packs;
-// lane 0 of each warp copies the statistics for its warp). Every thread owns the
-// same kPacks packs of columns in every row, so its dweight / dbias columns
+// lane 0 of each warp copies the statistics for its warp). Every thread owns
+// the same kPacks packs of columns in every row, so its dweight / dbias columns
 // accumulate in registers. Rows too wide for one CTA are split over a cluster
 // whose row sums meet through distributed shared memory; clusters also cut the
 // number of partial rows when there are few rows per SM. At the end the row
 // groups of a CTA are added in a fixed order and written as the CTA's partial
 // row (or as dweight / dbias themselves when the grid is one cluster).
-template <typename T, typename W, int kPacks>
+template <typename T, typename W, int kPacks, bool kSpan>
 __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     const T* __restrict__ dy,
     const T* __restrict__ x,
@@ -379,6 +384,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int kElems = kPacks * kVec;
+  // kSpan: a span's one or two packs beyond the aligned width take one more
+  // slot (lanes 0 and 1), whose dweight / dbias accumulate in shared memory, so
+  // a span row is spread over threads like an aligned row of its width.
+  constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   __shared__ ReduceScratch<acc_t, 2> scratch;
@@ -388,9 +397,22 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   const int64_t rank = cluster_rank();
   const int64_t cluster_id = blockIdx.x / cluster;
   const int64_t clusters = gridDim.x / cluster;
+  const int64_t first_row = cluster_id * groups;
+  const int64_t row_step = clusters * groups;
+  // kSpan: the row step is a multiple of kVec (or each group has one row), so
+  // every row of a group starts at the same offset in its first pack and each
+  // thread keeps the same columns: shift and packs are the group's.
+  const RowSpan span = kSpan ? row_span<kVec>(first_row + group < rows ? first_row + group : 0, cols)
+                             : RowSpan{0, 0, static_cast<int>(cols / kVec)};
   const int64_t pack0 = rank * slice_packs;
-  const int64_t packs =
-      slice_packs < cols / kVec - pack0 ? slice_packs : (pack0 < cols / kVec ? cols / kVec - pack0 : 0);
+  const int64_t packs = std::max<int64_t>(std::min<int64_t>(slice_packs, span.packs - pack0), 0);
+  // Column of element 0 of pack j of this CTA's slice; a span's first and last
+  // packs are its edges, which hold elements of the neighbouring rows; the
+  // columns this CTA owns.
+  auto column0 = [&](int64_t j) { return (pack0 + j) * kVec - span.shift; };
+  auto edge = [&](int64_t j) { return kSpan && (column0(j) < 0 || column0(j) + kVec > cols); };
+  const int64_t col_begin = std::max<int64_t>(column0(0), 0);
+  const int64_t col_end = std::min<int64_t>(column0(packs), cols);
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
   // The statistics of a row are copied once per segment (the threads of one row
@@ -399,33 +421,34 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   const int segments = blockDim.x / segment_threads;
   const int segment = threadIdx.x / segment_threads;
 
-  // Shared memory: the weight slice; [stages][segments][2] statistics;
-  // [stages][groups][2][slice_packs] staged x and dy.
+  // Shared memory: the weight slice (kSpan: one per row group, shifted to its
+  // columns, zero outside the row, ones without weight); kSpan: the extra
+  // slot's accumulators, [groups][lanes 0, 1][dweight, dbias][kVec];
+  // [stages][segments][2] statistics; [stages][groups][2][slice_packs] staged x
+  // and dy.
+  const bool has_w = kSpan || weight != nullptr;
   WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
-  acc_t* stats = reinterpret_cast<acc_t*>(w_s + (weight != nullptr ? slice_packs : 0));
+  // kSpan: a weight copy per row group, or per shift when there are more groups than shifts.
+  const int copies = kSpan ? min(groups, kVec) : 1;
+  acc_t* extra = reinterpret_cast<acc_t*>(w_s + (has_w ? copies * slice_packs : 0));
+  acc_t* stats = extra + (kSpan ? groups * 4 * kVec : 0);
   XPack* stage = reinterpret_cast<XPack*>(
       (reinterpret_cast<uintptr_t>(stats + stages * segments * 2) + kPackBytes - 1) &
       ~static_cast<uintptr_t>(kPackBytes - 1));
-  for (int64_t j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
-    w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
-  }
-  __syncthreads();
 
-  const int64_t first_row = cluster_id * groups;
-  const int64_t row_step = clusters * groups;
   const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
   auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * 2 * slice_packs; };
   auto row_stats = [&](int64_t k) { return stats + ((k % stages) * segments + segment) * 2; };
   auto issue = [&](int64_t k) {
     const int64_t row = first_row + k * row_step + group;
     const bool ok = row < rows;
-    const int64_t offset = (ok ? row : 0) * cols;
-    const XPack* xr = reinterpret_cast<const XPack*>(x + offset) + pack0;
-    const XPack* gr = reinterpret_cast<const XPack*>(dy + offset) + pack0;
+    const int64_t first = (ok ? row : 0) * cols / kVec + pack0;
+    const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
+    const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
     XPack* dst = staged(k);
     for (int64_t j = lane; j < packs; j += threads_per_row) {
-      cp_async_16(dst + j, xr + j, ok);
-      cp_async_16(dst + slice_packs + j, gr + j, ok);
+      cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
+      cp_async_16(dst + slice_packs + j, gr + j, ok ? kPackBytes : 0);
     }
     if (threadIdx.x % segment_threads == 0) {
       acc_t* st = row_stats(k);
@@ -435,12 +458,49 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       cp_async_small<sizeof(acc_t)>(st + 1, rstd + (ok ? row : 0), ok);
     }
   };
-  for (int64_t k = 0; k < stages - 1; ++k) {
+  // The first rows are requested before the weight slice is read, so the two
+  // memory round trips overlap (few-row calls are one such chain); with one
+  // stage, the first row too.
+  const int64_t ahead = stages > 1 ? stages - 1 : 1;
+  for (int64_t k = 0; k < ahead; ++k) {
     if (k < iters) {
       issue(k);
     }
     cp_async_commit();
   }
+  if constexpr (kSpan) {
+    // Group g < copies fills copy g: its own shift, or shift g.
+    const int fill_shift = groups <= kVec ? span.shift : group;
+    WPack* fill = w_s + group * slice_packs;
+    w_s += (groups <= kVec ? group : span.shift) * slice_packs;
+    extra += group * 4 * kVec;
+    // (Every pack of the slice: another shift may cover more packs than the filling group's.)
+    for (int64_t j = lane; group < copies && j < slice_packs; j += threads_per_row) {
+      const int c0 = static_cast<int>((pack0 + j) * kVec - fill_shift);
+      WPack wp;
+      if (weight != nullptr) {
+        wp = load_span_param(reinterpret_cast<const WPack*>(weight), c0, static_cast<int>(cols));
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; e += 2) {
+          wp.set2(e, acc_t(1), acc_t(1));
+        }
+      }
+      wp.keep(-c0, static_cast<int>(cols) - c0);
+      fill[j] = wp;
+    }
+    if (lane < 2) {
+#pragma unroll
+      for (int i = 0; i < 2 * kVec; ++i) {
+        extra[lane * 2 * kVec + i] = acc_t(0);
+      }
+    }
+  } else {
+    for (int64_t j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
+      w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
+    }
+  }
+  __syncthreads();
 
   acc_t dw_acc[kElems];
   acc_t db_acc[kElems];
@@ -449,31 +509,48 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     dw_acc[e] = acc_t(0);
     db_acc[e] = acc_t(0);
   }
-  auto weight_at = [&](int e, const WPack& wp) { return weight != nullptr ? static_cast<acc_t>(wp.get(e)) : acc_t(1); };
+  // Accumulator `which` (0: dweight, 1: dbias) of element e of slot p.
+  auto acc = [&](int which, int p, int e) -> acc_t& {
+    if (kSpan && p == kPacks) {
+      return extra[(lane * 2 + which) * kVec + e];
+    }
+    const int i = std::min(p, kPacks - 1) * kVec + e;
+    return which == 0 ? dw_acc[i] : db_acc[i];
+  };
+  auto weight_at = [&](int e, const WPack& wp) { return has_w ? static_cast<acc_t>(wp.get(e)) : acc_t(1); };
+  // x and dy of pack j (span edge packs: the neighbouring rows' elements zeroed).
+  auto read_packs = [&](const XPack* xs, int64_t j, XPack& xp, XPack& gp) {
+    xp = xs[j];
+    gp = xs[slice_packs + j];
+    if (edge(j)) {
+      xp.keep(-column0(j), cols - column0(j));
+      gp.keep(-column0(j), cols - column0(j));
+    }
+  };
 
   int slot = 0;
   for (int64_t k = 0; k < iters; ++k) {
-    if (k + stages - 1 < iters) {
+    if (k + stages - 1 < iters && k + stages - 1 >= ahead) {
       issue(k + stages - 1);
     }
     cp_async_commit();
     cp_async_wait(stages - 1);
     __syncwarp(); // the statistics were copied by the segment's first thread
     const XPack* xs = staged(k);
-    const XPack* gs = xs + slice_packs;
     const acc_t* st = row_stats(k);
     const acc_t m = mean != nullptr ? st[0] : acc_t(0);
     const acc_t r = st[1];
 
     acc_t sums[2] = {acc_t(0), acc_t(0)};
 #pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
+    for (int p = 0; p < kSlots; ++p) {
       const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
       if (j < packs) {
-        const XPack xp = xs[j];
-        const XPack gp = gs[j];
+        XPack xp;
+        XPack gp;
+        read_packs(xs, j, xp, gp);
         WPack wp;
-        if (weight != nullptr) {
+        if (has_w) {
           wp = w_s[j];
         }
 #pragma unroll
@@ -491,15 +568,16 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 
     const int64_t row = first_row + k * row_step + group;
     if (row < rows) {
-      T* dxr = dx + row * cols;
+      XPack* dxr = reinterpret_cast<XPack*>(dx) + row * cols / kVec + pack0;
 #pragma unroll
-      for (int p = 0; p < kPacks; ++p) {
+      for (int p = 0; p < kSlots; ++p) {
         const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
         if (j < packs) {
-          const XPack xp = xs[j];
-          const XPack gp = gs[j];
+          XPack xp;
+          XPack gp;
+          read_packs(xs, j, xp, gp);
           WPack wp;
-          if (weight != nullptr) {
+          if (has_w) {
             wp = w_s[j];
           }
           XPack out;
@@ -511,22 +589,26 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
               const acc_t xhat = (xp.get(e + i) - m) * r;
               const acc_t d = gp.get(e + i);
               v[i] = r * (d * weight_at(e + i, wp) - mean_g - xhat * mean_gx);
-              dw_acc[p * kVec + e + i] += d * xhat;
-              db_acc[p * kVec + e + i] += d;
+              acc(0, p, e + i) += d * xhat;
+              acc(1, p, e + i) += d;
             }
             out.set2(e, v[0], v[1]);
           }
-          store_stream(reinterpret_cast<XPack*>(dxr) + pack0 + j, out);
+          if (edge(j)) {
+            store_span_edge(reinterpret_cast<T*>(dxr + j), out, -column0(j), cols - column0(j));
+          } else {
+            store_stream(dxr + j, out);
+          }
         }
       }
     }
   }
 
   // Add the row groups of this CTA in a fixed order, through the (now idle)
-  // staging memory, and write the CTA's slice of its partial row.
+  // staging memory, and write the CTA's columns of its partial row.
   cp_async_wait(0);
-  acc_t* sums_s = reinterpret_cast<acc_t*>(stage); // [groups][slice_packs * kVec]
-  const int64_t slice_cols = packs * kVec;
+  acc_t* sums_s = reinterpret_cast<acc_t*>(stage); // [groups][slice_cols]
+  const int64_t slice_cols = kSpan ? std::max<int64_t>(col_end - col_begin, 0) : packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
 #pragma unroll
@@ -536,12 +618,16 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     }
     __syncthreads();
 #pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
+    for (int p = 0; p < kSlots; ++p) {
       const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
       if (j < packs) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          sums_s[group * slice_cols + j * kVec + e] = which == 0 ? dw_acc[p * kVec + e] : db_acc[p * kVec + e];
+          // Aligned rows: the plain index, which the compiler turns into 16-byte stores.
+          const int64_t col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
+          if (!kSpan || (col >= 0 && col < slice_cols)) {
+            sums_s[group * slice_cols + col] = acc(which, p, e);
+          }
         }
       }
     }
@@ -551,7 +637,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       for (int g = 0; g < groups; ++g) {
         total += sums_s[g * slice_cols + c];
       }
-      const int64_t col = pack0 * kVec + c;
+      const int64_t col = col_begin + c;
       if (finals[which] != nullptr) {
         finals[which][col] = static_cast<W>(total);
       } else {
@@ -566,7 +652,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 }
 
 // out[c] = sum over p of part[p][c], in a fixed order (slices, then the tile).
-// blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch for both.
+// blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch
+// for both.
 template <typename acc_t, typename W>
 __global__ void column_sum_kernel(
     const acc_t* __restrict__ part0,
@@ -671,8 +758,9 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
 }
 
 // Launch shape of the staged backward for a cluster of `cluster` CTAs, with
-// `packs` packs per thread; false when a row slice does not fit. The rows staged
-// ahead fill at most `share_bytes` of shared memory (the CTA's share of an SM).
+// `packs` packs per thread; false when a row slice does not fit. The rows
+// staged ahead fill at most `share_bytes` of shared memory (the CTA's share of
+// an SM).
 template <typename T, typename W>
 bool staged_bwd_shape(
     const BwdArgs<T, W>& a,
@@ -683,26 +771,46 @@ bool staged_bwd_shape(
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int64_t kMaxPacks = kMaxStagedAccBytes / sizeof(acc_t) / kVec;
-  const int64_t wpack = a.weight != nullptr ? static_cast<int64_t>(sizeof(Pack<W, kVec>)) : 0;
-  // At most one statistics pair per thread and stage (row groups narrower than a warp).
+  // Rows of a width that is not a multiple of kVec are spans (two packs more at
+  // most), and every row group keeps its own shifted weight slice, present or
+  // not.
+  const bool span = a.cols % kVec != 0;
+  const int64_t wpack = span || a.weight != nullptr ? static_cast<int64_t>(sizeof(Pack<W, kVec>)) : 0;
+  // At most one statistics pair per thread and stage (row groups narrower than
+  // a warp).
   const int64_t stats = kBwdMaxStages * kBwdThreads * 2 * static_cast<int64_t>(sizeof(acc_t));
   const int64_t budget = static_cast<int64_t>(smem_budget()) - stats;
   c.cluster = cluster;
-  c.slice_packs = ceil_div(a.cols / kVec, cluster);
-  if (c.slice_packs > kBwdThreads * kMaxPacks || c.slice_packs * (kBwdMinStages * 2 * kPackBytes + wpack) > budget) {
+  c.slice_packs = ceil_div(a.cols / kVec + (span ? 2 : 0), cluster);
+  // A span's two packs beyond the aligned width take the kernel's extra slot
+  // (with two threads a row or more).
+  const int64_t body = span ? std::max<int64_t>(c.slice_packs - 2, 1) : c.slice_packs;
+  if (body > kBwdThreads * kMaxPacks || c.slice_packs * (kBwdMinStages * 2 * kPackBytes + wpack) > budget) {
     return false;
   }
   // Rows split over a cluster need whole warps per row.
   const int64_t min_threads = cluster > 1 ? 32 : 1;
-  c.threads_per_row = static_cast<int>(
-      std::min<int64_t>(kBwdThreads, std::max(min_threads, next_pow2(ceil_div(c.slice_packs, kMaxPacks)))));
-  packs = static_cast<int>(next_pow2(ceil_div(c.slice_packs, c.threads_per_row)));
+  auto spread = [&](int64_t row_packs) {
+    c.threads_per_row = static_cast<int>(
+        std::min<int64_t>(kBwdThreads, std::max(min_threads, next_pow2(ceil_div(row_packs, kMaxPacks)))));
+    packs = static_cast<int>(next_pow2(ceil_div(row_packs, c.threads_per_row)));
+  };
+  spread(body);
+  if (span && c.threads_per_row < 2) {
+    spread(c.slice_packs);
+  }
   c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
   const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
-  const int64_t param_bytes = c.slice_packs * wpack;
+  // Weight slices, and the extra slot's accumulators of every row group.
+  const int64_t param_bytes = (span ? std::min<int64_t>(c.groups, kVec) : 1) * c.slice_packs * wpack +
+                              (span ? c.groups * 4 * kVec * static_cast<int64_t>(sizeof(acc_t)) : 0);
+  if (param_bytes + stage_bytes > budget) {
+    return false;
+  }
   const int64_t segments = kBwdThreads / std::min(c.threads_per_row, 32);
   const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
-  // As many stages as fit in one CTA's shared memory and in its share of the SM's (at least one).
+  // As many stages as fit in one CTA's shared memory and in its share of the
+  // SM's (at least one).
   const int64_t fit = std::min(
       (budget - param_bytes) / stage_bytes, (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
   c.stages = static_cast<int>(std::clamp<int64_t>(fit, 1, kBwdMaxStages));
@@ -710,11 +818,12 @@ bool staged_bwd_shape(
   return true;
 }
 
-template <typename T, typename W, int kPacks>
+template <typename T, typename W, int kPacks, bool kSpan>
 void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64_t clusters) {
   using acc_t = at::opmath_type<T>;
-  auto kernel = norm_bwd_staged_kernel<T, W, kPacks>;
-  // One cluster adds every row itself; more write partial rows for column_sum_kernel.
+  auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan>;
+  // One cluster adds every row itself; more write partial rows for
+  // column_sum_kernel.
   const bool direct = clusters == 1;
   at::Tensor dw_part = a.dweight != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
   at::Tensor db_part = a.dbias != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
@@ -759,25 +868,35 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
     c = wider;
     packs = wider_packs;
   }
-  packs_switch(packs, [&](auto p) {
-    constexpr int kPacks = decltype(p)::value;
-    constexpr int kVec = kPackBytes / sizeof(T);
-    if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
-      auto kernel = norm_bwd_staged_kernel<T, W, kPacks>;
-      // Fewer rows in flight per CTA when that lets the SM hold every CTA its
-      // registers allow: a second CTA hides latency better than deeper staging
-      // (measured on the H100: 128-thread CTAs with 4 stages, one per SM, ran
-      // the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1 stage, 82 %).
-      const int64_t share = smem_share_per_cta(kernel, c.threads());
-      const int packs_before = packs;
-      TORCH_CHECK(
-          staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
-          "reference_ops: internal error, staged backward shape changed with its shared-memory share");
-      const int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
-      launch_norm_bwd_staged<T, W, kPacks>(a, c, clusters);
-    } else {
-      TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
-    }
+  constexpr int kVec = kPackBytes / sizeof(T);
+  BOOL_SWITCH(a.cols % kVec != 0, kSpan, [&] {
+    packs_switch(packs, [&](auto p) {
+      constexpr int kPacks = decltype(p)::value;
+      if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
+        auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan>;
+        // Fewer rows in flight per CTA when that lets the SM hold every CTA its
+        // registers allow: a second CTA hides latency better than deeper
+        // staging (measured on the H100: 128-thread CTAs with 4 stages, one per
+        // SM, ran the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1
+        // stage, 82 %).
+        const int64_t share = smem_share_per_cta(kernel, c.threads());
+        const int packs_before = packs;
+        TORCH_CHECK(
+            staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
+            "reference_ops: internal error, staged backward shape "
+            "changed with its shared-memory share");
+        int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
+        if (kSpan && clusters * c.groups < a.rows) {
+          // Span rows: a row step (clusters x groups) that is a multiple of
+          // kVec gives each row group the same shift in every row it takes.
+          const int64_t step = kVec / std::gcd<int64_t>(c.groups, kVec);
+          clusters = std::max(clusters / step * step, step);
+        }
+        launch_norm_bwd_staged<T, W, kPacks, kSpan>(a, c, clusters);
+      } else {
+        TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
+      }
+    });
   });
   return true;
 }
@@ -813,18 +932,22 @@ void launch_norm_bwd(const BwdArgs<T, W>& a) {
   });
 }
 
-// The one place that picks a kernel: with 16-byte packs (row width and every
-// pointer allow them) the staged kernel, else the register kernels with single
-// elements; the register kernels also take rows too wide to stage.
+// The one place that picks a kernel: with 16-byte-aligned pointers the staged
+// kernel (row spans when N is not a multiple of the pack), else, or for rows
+// too wide to stage, the register kernels (single elements unless both the
+// pointers and N allow packs).
 template <typename T, typename W>
 void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
-  const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.dy, kPackBytes) &&
-                          is_aligned(a.dx, kPackBytes) && is_aligned(a.weight, sizeof(W) * kVec);
-  if (!vectorised) {
-    launch_norm_bwd<T, W, 1>(a);
-  } else if (!run_norm_bwd_staged(a)) {
+  const bool aligned = is_aligned(a.x, kPackBytes) && is_aligned(a.dy, kPackBytes) && is_aligned(a.dx, kPackBytes) &&
+                       is_aligned(a.weight, sizeof(W) * kVec);
+  if (aligned && run_norm_bwd_staged(a)) {
+    return;
+  }
+  if (aligned && a.cols % kVec == 0) {
     launch_norm_bwd<T, W, kVec>(a);
+  } else {
+    launch_norm_bwd<T, W, 1>(a);
   }
 }
 

@@ -6,7 +6,6 @@
 #include <ATen/OpMathType.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
-
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -48,6 +47,8 @@ template <typename T, int kN>
 struct alignas(sizeof(T) * kN) RawPack {
   static_assert(sizeof(T) * kN % 4 == 0, "a raw pack is whole 32-bit words");
   using acc_t = at::opmath_type<T>;
+  using elem_t = T;
+  static constexpr int kSize = kN;
   uint32_t w[sizeof(T) * kN / 4];
 
   // kForm picks one of three equivalent bfloat16 unpackings (shift / mask,
@@ -99,29 +100,91 @@ struct alignas(sizeof(T) * kN) RawPack {
 
   __device__ __forceinline__ void zero() {
 #pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(w) / 4); ++i) {
+    for (int i = 0; i < kWords; ++i) {
       w[i] = 0;
     }
   }
-};
 
-// One element of T with RawPack's interface (rows that allow no 16-byte packs:
-// odd N or unaligned pointers).
-template <typename T>
-struct ScalarPack {
-  using acc_t = at::opmath_type<T>;
-  T v;
+  // Element e as raw bits (16-bit types; one word of a wider type).
+  __device__ __forceinline__ uint32_t raw(int e) const {
+    if constexpr (sizeof(T) == 2) {
+      return (w[e >> 1] >> (16 * (e & 1))) & 0xffffu;
+    } else {
+      return w[e * kWordsPerElem];
+    }
+  }
 
-  template <int kForm = 0>
-  __device__ __forceinline__ acc_t get(int /*e*/) const {
-    return static_cast<acc_t>(v);
+  // Zeroes the elements outside [lo, hi) (rows of odd width: the edge packs of
+  // a row span hold elements of the neighbouring rows).
+  __device__ __forceinline__ void keep(int lo, int hi) {
+#pragma unroll
+    for (int e = 0; e < kN; ++e) {
+      if (e < lo || e >= hi) {
+        if constexpr (sizeof(T) == 2) {
+          w[e >> 1] &= (e & 1) ? 0x0000ffffu : 0xffff0000u;
+        } else {
+#pragma unroll
+          for (int i = 0; i < kWordsPerElem; ++i) {
+            w[e * kWordsPerElem + i] = 0;
+          }
+        }
+      }
+    }
   }
-  __device__ __forceinline__ void set(acc_t value) {
-    v = static_cast<T>(value);
+
+  // Elements [lo, hi) written one at a time to dst[e] (edge packs of a row
+  // span).
+  __device__ __forceinline__ void store_elems(T* dst, int lo, int hi) const {
+#pragma unroll
+    for (int e = 0; e < kN; ++e) {
+      if (e >= lo && e < hi) {
+        if constexpr (sizeof(T) == 2) {
+          reinterpret_cast<unsigned short*>(dst)[e] = static_cast<unsigned short>(raw(e));
+        } else {
+#pragma unroll
+          for (int i = 0; i < kWordsPerElem; ++i) {
+            reinterpret_cast<uint32_t*>(dst)[e * kWordsPerElem + i] = w[e * kWordsPerElem + i];
+          }
+        }
+      }
+    }
   }
-  __device__ __forceinline__ void zero() {
-    v = T(0);
+
+  // Elements sh .. sh + kN - 1 of the concatenation lo:hi (0 <= sh < kN). The
+  // word offset is applied one bit at a time as selects, so every register
+  // index stays a compile-time constant (a run-time index would go to local
+  // memory).
+  __device__ __forceinline__ static RawPack shifted(const RawPack& lo, const RawPack& hi, int sh) {
+    uint32_t cat[2 * kWords];
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      cat[i] = lo.w[i];
+      cat[kWords + i] = hi.w[i];
+    }
+    const int words = sizeof(T) == 2 ? sh >> 1 : sh * kWordsPerElem;
+#pragma unroll
+    for (int bit = 0; bit < kLog2Words; ++bit) {
+      // A mask, not a ?: of two elements, which the compiler may turn into a
+      // run-time index.
+      const uint32_t take = 0u - ((words >> bit) & 1u);
+#pragma unroll
+      for (int i = 0; i < 2 * kWords - (1 << bit); ++i) {
+        cat[i] = (cat[i + (1 << bit)] & take) | (cat[i] & ~take);
+      }
+    }
+    RawPack out;
+#pragma unroll
+    for (int i = 0; i < kWords; ++i) {
+      // A 16-bit element at an odd offset straddles two words.
+      out.w[i] = sizeof(T) == 2 ? __funnelshift_r(cat[i], cat[i + 1], 16 * (sh & 1)) : cat[i];
+    }
+    return out;
   }
+
+ private:
+  static constexpr int kWords = sizeof(T) * kN / 4;
+  static constexpr int kLog2Words = kWords >= 8 ? 3 : kWords >= 4 ? 2 : kWords >= 2 ? 1 : 0;
+  static constexpr int kWordsPerElem = sizeof(T) >= 4 ? sizeof(T) / 4 : 1;
 };
 
 // A pack read once (x, dy: 16-byte packs evict-first in L1 and L2) or written
@@ -165,6 +228,49 @@ __device__ __forceinline__ P load_param(const P* p) {
   } else {
     return *p;
   }
+}
+
+// Rows whose width is not a multiple of the pack ("spans", odd N): a row is
+// read and written as the 16-byte packs of the whole tensor that cover it. It
+// starts `shift` elements into its first pack; the edge packs hold elements of
+// the neighbouring rows, which are masked out and never written. Reads stay in
+// the 16-byte-aligned granules that hold a tensor's elements (up to 15 bytes
+// past its last element, never across a page), and what lies outside the row
+// is never used.
+struct RowSpan {
+  int64_t first; // the row's first pack, counted from the start of the tensor
+  int shift;     // elements of that pack before the row
+  int packs;     // packs covering the row
+};
+
+template <int kVec>
+__device__ __forceinline__ RowSpan row_span(int64_t row, int64_t cols) {
+  const int64_t start = row * cols;
+  const int shift = static_cast<int>(start % kVec);
+  return {start / kVec, shift, static_cast<int>((shift + cols + kVec - 1) / kVec)};
+}
+
+// Columns c0 .. c0 + kN - 1 of a parameter of `cols` elements (16-byte aligned,
+// c0 > -kN) as one pack: one or two aligned loads and a shift. Elements outside
+// [0, cols) are undefined (the caller masks them with keep).
+template <typename P>
+__device__ __forceinline__ P load_span_param(const P* packs, int c0, int cols) {
+  constexpr int kN = P::kSize;
+  const int last = (cols - 1) / kN;
+  const int q = c0 >= 0 ? c0 / kN : -1;
+  const int sh = c0 - q * kN;
+  const P lo = load_param(packs + min(max(q, 0), last));
+  if (sh == 0) {
+    return lo;
+  }
+  return P::shifted(lo, load_param(packs + min(q + 1, last)), sh);
+}
+
+// Writes elements [lo, hi) of an edge pack of a span one at a time; out of line,
+// since only the threads holding a row's first or last pack take it.
+template <typename P>
+__device__ __noinline__ void store_span_edge(typename P::elem_t* dst, P pack, int lo, int hi) {
+  pack.store_elems(dst, lo, hi);
 }
 
 // Sum over `width` consecutive lanes (a power of two <= 32). Butterfly order
@@ -299,7 +405,8 @@ int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {
 // Staged rows: cp.async copies into shared memory, several rows ahead
 // -----------------------------------------------------------------------------
 
-// cp.async needs sm_80; thread-block clusters and distributed shared memory sm_90.
+// cp.async needs sm_80; thread-block clusters and distributed shared memory
+// sm_90.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define REFERENCE_OPS_CP_ASYNC 1
 #endif
@@ -307,14 +414,17 @@ int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {
 #define REFERENCE_OPS_CLUSTERS 1
 #endif
 
-// Copies 16 bytes global -> shared without passing through registers; when
-// `valid` is false nothing is read and the 16 bytes are zero-filled.
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
+// Copies 16 bytes global -> shared without passing through registers: the
+// first `src_bytes` (0..16) from gmem, the rest zero-filled.
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, int src_bytes) {
 #ifdef REFERENCE_OPS_CP_ASYNC
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
 #else
-  *static_cast<uint4*>(smem) = valid ? *static_cast<const uint4*>(gmem) : make_uint4(0, 0, 0, 0);
+  unsigned char* d = static_cast<unsigned char*>(smem);
+  for (int i = 0; i < 16; ++i) {
+    d[i] = i < src_bytes ? static_cast<const unsigned char*>(gmem)[i] : 0;
+  }
 #endif
 }
 
@@ -339,7 +449,8 @@ __device__ __forceinline__ void cp_async_commit() {
 }
 
 // Waits until at most `pending` of this thread's committed groups are in flight
-// (0..3; the operand must be an immediate). Only the issuing thread sees the data.
+// (0..3; the operand must be an immediate). Only the issuing thread sees the
+// data.
 __device__ __forceinline__ void cp_async_wait(int pending) {
 #ifdef REFERENCE_OPS_CP_ASYNC
   switch (pending) {
@@ -379,7 +490,8 @@ __device__ __forceinline__ void cluster_or_block_sync(int cluster) {
   __syncthreads();
 }
 
-// `p` in the shared memory of CTA `rank` of the cluster (this CTA's when there is none).
+// `p` in the shared memory of CTA `rank` of the cluster (this CTA's when there
+// is none).
 template <typename U>
 __device__ __forceinline__ const U* cluster_peer(U* p, int cluster, int rank) {
 #ifdef REFERENCE_OPS_CLUSTERS
@@ -390,7 +502,8 @@ __device__ __forceinline__ const U* cluster_peer(U* p, int cluster, int rank) {
   return p;
 }
 
-// The dynamic shared memory of a staged kernel (one declaration for every kernel).
+// The dynamic shared memory of a staged kernel (one declaration for every
+// kernel).
 __device__ __forceinline__ unsigned char* dynamic_smem() {
   extern __shared__ __align__(128) unsigned char staged_smem[];
   return staged_smem;
@@ -405,8 +518,8 @@ struct ReduceScratch {
 
 // Sums kN values over a row group of `threads_per_row` threads (a power of two;
 // groups wider than a warp are whole warps) and over the `cluster` CTAs that
-// share a row (then one group per CTA). Warp sums go to shared memory; after one
-// barrier every warp adds all of its row's warp sums, lane l taking entries
+// share a row (then one group per CTA). Warp sums go to shared memory; after
+// one barrier every warp adds all of its row's warp sums, lane l taking entries
 // l, l + 32, ... in rank-major order, then a butterfly: a fixed order, so the
 // result is bitwise identical on every thread and every run. Every thread of
 // every CTA of the cluster must call it. `slot` alternates between calls.
@@ -473,7 +586,8 @@ inline int max_cluster_size() {
   return at::cuda::getCurrentDeviceProperties()->major >= 9 ? 8 : 1;
 }
 
-// Shared memory one CTA may use (opt-in limit), less a margin for static arrays.
+// Shared memory one CTA may use (opt-in limit), less a margin for static
+// arrays.
 inline size_t smem_budget() {
   return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 4096;
 }
@@ -526,7 +640,8 @@ int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
   return resident;
 }
 
-// Launches `clusters` clusters of `kernel` (a persistent grid) on the current stream.
+// Launches `clusters` clusters of `kernel` (a persistent grid) on the current
+// stream.
 template <typename Kernel, typename... Args>
 void launch_staged(Kernel kernel, const StagedConfig& cfg, int64_t clusters, Args... args) {
   cudaLaunchConfig_t config = {};

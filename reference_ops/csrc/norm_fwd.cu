@@ -3,25 +3,24 @@
 //
 // One kernel family serves both ops (RMSNorm is LayerNorm without centring and
 // bias), chosen in dispatch_norm_fwd:
-//   * norm_fwd_rows_kernel (16-byte packs, or single elements for odd N and
-//     unaligned pointers up to N = 8192): a plain grid of CTAs, the row in
-//     registers (all of a thread's loads in flight at once), the exact two-pass
-//     statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output from
-//     the same registers; rows wider than one CTA holds are split over a
-//     thread-block cluster (sm_90).
-//   * norm_fwd_uncached_kernel: rows too wide for the register kernel (single
-//     elements beyond N = 8192, or packs beyond its largest cluster): read
-//     twice, with shifted sums (Chan, Golub & LeVeque 1983: sums of x - x[0]
-//     and (x - x[0])^2).
-
-#include "norm.h"
-#include "norm_common.cuh"
+//   * norm_fwd_rows_kernel (16-byte packs; for N not a multiple of the pack,
+//     the packs of the tensor that cover each row): a plain grid of CTAs, the
+//     row in registers (all of a thread's loads in flight at once), the exact
+//     two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the
+//     output from the same registers; rows wider than one CTA holds are split
+//     over a thread-block cluster (sm_90).
+//   * norm_fwd_uncached_kernel: pointers that are not 16-byte aligned, and rows
+//     beyond the register kernel's largest cluster: read twice, with shifted
+//     sums (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
+
+#include "norm.h"
+#include "norm_common.cuh"
 
 namespace reference_ops {
 namespace cuda {
@@ -122,8 +121,14 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // reductions with the others' memory traffic. Rows wider than one CTA holds
 // are split over a thread-block cluster (sm_90): CTA `rank` takes the slice of
 // `slice_packs` packs starting at rank * slice_packs, and the sums meet through
-// distributed shared memory.
-template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster>
+// distributed shared memory. kSpan: N is not a multiple of kVec, and each row
+// is the span of the tensor's packs that covers it (RowSpan): edge packs are
+// masked on load and written element by element, weight and bias are the
+// tables of span_param_table_kernel (one pack-aligned copy per shift, row
+// `shift` of `param_stride` packs), and the span's one or two packs beyond the
+// aligned width take one more slot (used by lanes 0 and 1 only), so a span row
+// is spread over threads like an aligned row of its width.
+template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster, bool kSpan>
 __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
@@ -136,12 +141,15 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     int threads_per_row,
     int cluster_size,
     int slice_packs,
+    int param_stride,
     at::opmath_type<T> eps) {
   using acc_t = at::opmath_type<T>;
-  using XPack = std::conditional_t<kVec == 1, ScalarPack<T>, RawPack<T, kVec>>;
-  using WPack = std::conditional_t<kVec == 1, ScalarPack<W>, RawPack<W, kVec>>;
+  using XPack = RawPack<T, kVec>;
+  using WPack = RawPack<W, kVec>;
+  constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
   __shared__ ReduceScratch<acc_t, 1> scratch;
-  // Compile-time 1 without a cluster: the cluster code (and its registers) drops out.
+  // Compile-time 1 without a cluster: the cluster code (and its registers)
+  // drops out.
   const int cluster = kCluster ? cluster_size : 1;
   const int lane = threadIdx.x & (threads_per_row - 1);
   const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
@@ -149,19 +157,43 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x / threads_per_row) + threadIdx.x / threads_per_row;
   // Groups past the last row still take part in the reductions.
   const bool ok = row < rows;
+  RowSpan span{(ok ? row : 0) * (cols / kVec), 0, cols / kVec};
+  if constexpr (kSpan) {
+    span = row_span<kVec>(ok ? row : 0, cols);
+  }
   const int pack0 = rank * slice_packs;
-  const int left = cols / kVec - pack0;
+  const int left = span.packs - pack0;
   const int packs = left < slice_packs ? left : slice_packs;
-  const XPack* xr = reinterpret_cast<const XPack*>(x + (ok ? row : 0) * cols) + pack0;
-
-  XPack xp[kPacks];
+  const XPack* xr = reinterpret_cast<const XPack*>(x) + span.first + pack0;
+  // Span packs: element e of slot p is column column0(p) + e; a row's first and
+  // last packs are its edges, which hold elements of the neighbouring rows.
+  auto column0 = [&](int p) { return (pack0 + lane + p * threads_per_row) * kVec - span.shift; };
+  unsigned edges = 0; // bit p: slot p holds one of the row's edge packs
+  if constexpr (kSpan) {
 #pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
+    for (int p = 0; p < kSlots; ++p) {
+      const bool in_row = lane + p * threads_per_row < packs;
+      edges |= in_row && (column0(p) < 0 || column0(p) + kVec > cols) ? 1u << p : 0u;
+    }
+  }
+  auto edge = [&](int p) { return kSpan && ((edges >> p) & 1u) != 0; };
+
+  XPack xp[kSlots];
+#pragma unroll
+  for (int p = 0; p < kSlots; ++p) {
     const int j = lane + p * threads_per_row;
     if (ok && j < packs) {
       xp[p] = load_stream(xr + j);
     } else {
       xp[p].zero();
+    }
+  }
+  // Edge packs are masked once every load is in flight (a mask between two
+  // loads would hold the later ones back until the first arrived).
+#pragma unroll
+  for (int p = 0; p < kSlots; ++p) {
+    if (edge(p)) {
+      xp[p].keep(-column0(p), cols - column0(p));
     }
   }
   int slot = 0;
@@ -170,7 +202,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   if constexpr (!kRms) {
     acc_t sum[1] = {acc_t(0)};
 #pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
+    for (int p = 0; p < kSlots; ++p) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         sum[0] += xp[p].get(e);
@@ -182,12 +214,22 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   // The three passes unpack the same words in three forms (RawPack::get).
   acc_t sq[1] = {acc_t(0)};
 #pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
+  for (int p = 0; p < kSlots; ++p) {
     const bool in_row = lane + p * threads_per_row < packs;
+    if (!kRms && edge(p)) {
+      // Masked elements are zero: with a mean to subtract they must be left out.
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const acc_t d = in_row ? xp[p].template get<1>(e) - mean : acc_t(0);
-      sq[0] += d * d;
+      for (int e = 0; e < kVec; ++e) {
+        const bool in = e >= -column0(p) && e < cols - column0(p);
+        const acc_t d = in ? xp[p].template get<1>(e) - mean : acc_t(0);
+        sq[0] += d * d;
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t d = in_row ? xp[p].template get<1>(e) - mean : acc_t(0);
+        sq[0] += d * d;
+      }
     }
   }
   row_reduce(sq, threads_per_row, cluster, scratch, slot);
@@ -199,11 +241,12 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       }
       rstd_out[row] = rstd;
     }
-    XPack* yr = reinterpret_cast<XPack*>(y + row * cols) + pack0;
-    const WPack* wr = weight != nullptr ? reinterpret_cast<const WPack*>(weight) + pack0 : nullptr;
-    const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + pack0 : nullptr;
+    XPack* yr = reinterpret_cast<XPack*>(y) + span.first + pack0;
+    const int param0 = span.shift * param_stride + pack0;
+    const WPack* wr = weight != nullptr ? reinterpret_cast<const WPack*>(weight) + param0 : nullptr;
+    const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + param0 : nullptr;
 #pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
+    for (int p = 0; p < kSlots; ++p) {
       const int j = lane + p * threads_per_row;
       if (j < packs) {
         WPack wp;
@@ -221,21 +264,51 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
           return t * wv + bv;
         };
         XPack out;
-        if constexpr (kVec == 1) {
-          out.set(value(0));
-        } else {
 #pragma unroll
-          for (int e = 0; e < kVec; e += 2) {
-            out.set2(e, value(e), value(e + 1));
-          }
+        for (int e = 0; e < kVec; e += 2) {
+          out.set2(e, value(e), value(e + 1));
         }
-        store_stream(yr + j, out);
+        if (edge(p)) {
+          store_span_edge(reinterpret_cast<T*>(yr + j), out, -column0(p), cols - column0(p));
+        } else {
+          store_stream(yr + j, out);
+        }
       }
     }
   }
   // A CTA leaves only once no peer can still read its reduction scratch.
   if constexpr (kCluster) {
     cluster_or_block_sync(cluster);
+  }
+}
+
+// Parameters for span rows: row s of a table holds the packs of the columns
+// j * kVec - s .. j * kVec - s + kVec - 1 (zero outside the row), so a row that
+// starts s elements into its first pack reads one aligned pack per parameter
+// and pack, as aligned rows do. One thread per pack of each table.
+template <typename W, int kVec>
+__global__ void span_param_table_kernel(
+    const W* __restrict__ weight,
+    const W* __restrict__ bias,
+    RawPack<W, kVec>* __restrict__ weight_table,
+    RawPack<W, kVec>* __restrict__ bias_table,
+    int cols,
+    int stride) {
+  using P = RawPack<W, kVec>;
+  const int index = blockIdx.x * blockDim.x + threadIdx.x;
+  if (index >= kVec * stride) {
+    return;
+  }
+  const int c0 = (index % stride) * kVec - index / stride;
+  const W* const params[2] = {weight, bias};
+  P* const tables[2] = {weight_table, bias_table};
+#pragma unroll
+  for (int which = 0; which < 2; ++which) {
+    if (params[which] != nullptr) {
+      P pack = load_span_param(reinterpret_cast<const P*>(params[which]), c0, cols);
+      pack.keep(-c0, cols - c0);
+      tables[which][index] = pack;
+    }
   }
 }
 
@@ -255,6 +328,7 @@ struct FwdArgs {
   int64_t cols;
   at::opmath_type<T> eps;
   bool rms;
+  at::TensorOptions options;
 };
 
 // Rows wider than the register kernel holds: read twice, one row per CTA.
@@ -267,12 +341,13 @@ void launch_norm_fwd_uncached(const FwdArgs<T, W>& a) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Launches the register forward with packs of kVec elements (16 bytes, or single
-// elements); false when the row does not fit in the registers of the largest
-// cluster (single elements: of one CTA).
-template <typename T, typename W, int kVec>
+// Launches the register forward (kSpan: rows of a width that is not a multiple
+// of kVec); false when the row does not fit in the registers of the largest
+// cluster.
+template <typename T, typename W, int kVec, bool kSpan>
 bool launch_rows_fwd(const FwdArgs<T, W>& a) {
-  const int64_t num_packs = a.cols / kVec;
+  // A span covers at most two packs more than N / kVec.
+  const int64_t num_packs = a.cols / kVec + (kSpan ? 2 : 0);
   // About kRowTargetPacks packs per thread (kRowMaxPacks for rows wider than
   // kRowWidePacks) on at most kRowMaxThreads threads, so several CTAs share an
   // SM; then 1024 threads; wider rows are split over a cluster of
@@ -280,64 +355,86 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   StagedConfig c;
   const int64_t per_cta = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
   if (num_packs > static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks) {
-    if constexpr (kVec == 1) {
-      return false;
-    } else {
-      while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
-        c.cluster *= 2;
-      }
+    while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
+      c.cluster *= 2;
     }
   }
   c.slice_packs = ceil_div(num_packs, c.cluster);
-  // Single elements: as many per thread as 16-byte packs hold at most.
-  const bool wide = kVec == 1 || c.slice_packs > kRowWidePacks;
-  RowConfig cfg = choose_row_config(c.slice_packs, wide ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
+  // Threads for the slice's aligned packs; a span's two more packs take the
+  // kernel's extra slot (with two threads or more), else they count in.
+  auto config = [&](int64_t packs) {
+    const RowConfig cfg =
+        choose_row_config(packs, packs > kRowWidePacks ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
+    return cfg.packs_per_thread > kRowMaxPacks ? choose_row_config(packs, kRowMaxPacks, kMaxThreadsPerRow) : cfg;
+  };
+  RowConfig cfg = config(kSpan ? std::max<int64_t>(c.slice_packs - 2, 1) : c.slice_packs);
+  if (kSpan && cfg.threads_per_row < 2) {
+    cfg = config(c.slice_packs);
+  }
   if (cfg.packs_per_thread > kRowMaxPacks) {
-    cfg = choose_row_config(c.slice_packs, kRowMaxPacks, kMaxThreadsPerRow);
-    if (cfg.packs_per_thread > kRowMaxPacks) {
-      return false;
-    }
+    return false;
   }
   c.threads_per_row = cfg.threads_per_row;
   c.groups = c.cluster > 1 ? 1 : std::max(cfg.threads_per_row, kRowBlockThreads) / cfg.threads_per_row;
   const int64_t clusters = ceil_div(a.rows, c.groups);
+  // Span rows read weight and bias from tables of kVec shifted copies.
+  const int stride = static_cast<int>(num_packs);
+  const W* weight = a.weight;
+  const W* bias = a.bias;
+  at::Tensor tables;
+  if (kSpan && (weight != nullptr || bias != nullptr)) {
+    using P = RawPack<W, kVec>;
+    const int64_t table_packs = static_cast<int64_t>(kVec) * stride;
+    tables = at::empty({2 * table_packs * static_cast<int64_t>(sizeof(P))}, a.options.dtype(at::kByte));
+    P* weight_table = weight != nullptr ? reinterpret_cast<P*>(tables.mutable_data_ptr()) : nullptr;
+    P* bias_table = bias != nullptr ? reinterpret_cast<P*>(tables.mutable_data_ptr()) + table_packs : nullptr;
+    constexpr int kTableThreads = 256;
+    span_param_table_kernel<W, kVec>
+        <<<ceil_div(table_packs, kTableThreads), kTableThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            weight, bias, weight_table, bias_table, static_cast<int>(a.cols), stride);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    weight = reinterpret_cast<const W*>(weight_table);
+    bias = reinterpret_cast<const W*>(bias_table);
+  }
   auto launch = [&](auto kernel) {
     launch_staged(
-        kernel, c, clusters, a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
-        c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), a.eps);
+        kernel, c, clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
+        c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), stride, a.eps);
   };
   BOOL_SWITCH(a.rms, kRms, [&] {
-    if constexpr (kVec > 1) {
-      if (c.cluster > 1) {
-        // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
-        TORCH_CHECK(
-            cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
-            "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
-        launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true>);
-        return;
-      }
+    if (c.cluster > 1) {
+      // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs:
+      // always 8 per thread.
+      TORCH_CHECK(
+          cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
+          "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
+      launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan>);
+      return;
     }
     packs_switch(cfg.packs_per_thread, [&](auto p) {
-      launch(norm_fwd_rows_kernel<T, W, kVec, decltype(p)::value, kRms, false>);
+      launch(norm_fwd_rows_kernel<T, W, kVec, decltype(p)::value, kRms, false, kSpan>);
     });
   });
   return true;
 }
 
-// The one place that picks a kernel: with 16-byte packs (row width and every
-// pointer allow them) the register forward, else (or for rows wider than its
-// largest cluster) the single-CTA kernels.
+// The one place that picks a kernel: with 16-byte-aligned pointers the register
+// forward (16-byte packs; row spans when N is not a multiple of the pack), else
+// (or for rows wider than its largest cluster) the uncached kernel.
 template <typename T, typename W>
 void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
-  const bool vectorised = a.cols % kVec == 0 && is_aligned(a.x, kPackBytes) && is_aligned(a.y, kPackBytes) &&
-                          is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
-  if (!vectorised) {
-    if (!launch_rows_fwd<T, W, 1>(a)) {
-      launch_norm_fwd_uncached<T, W, 1>(a);
-    }
-  } else if (!launch_rows_fwd<T, W, kVec>(a)) {
+  const bool aligned = is_aligned(a.x, kPackBytes) && is_aligned(a.y, kPackBytes) &&
+                       is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
+  const bool launched =
+      aligned && (a.cols % kVec == 0 ? launch_rows_fwd<T, W, kVec, false>(a) : launch_rows_fwd<T, W, kVec, true>(a));
+  if (launched) {
+    return;
+  }
+  if (aligned && a.cols % kVec == 0) {
     launch_norm_fwd_uncached<T, W, kVec>(a);
+  } else {
+    launch_norm_fwd_uncached<T, W, 1>(a);
   }
 }
 
@@ -367,7 +464,8 @@ void norm_fwd_typed(
       shape.rows,
       shape.cols,
       static_cast<acc_t>(eps),
-      rms};
+      rms,
+      x.options()};
   dispatch_norm_fwd<T, W>(a);
 }
 

@@ -143,7 +143,7 @@ def test_rms_norm_matches_functional(mode, dtype, M, N, device):
 
 
 # Wide rows, many rows and odd widths: every kernel of the dispatch (staged rows, one CTA or a
-# cluster per row, several rows per cluster; register rows; single-element fallback) on each device.
+# cluster per row, several rows per cluster; register rows; row spans of odd widths) on each device.
 WIDE_SHAPES = [
     (3, 8200),
     (5, 16384),
@@ -154,6 +154,10 @@ WIDE_SHAPES = [
     (2, 131072),
     (20000, 64),
     (3000, 1024),
+    # Odd widths (row spans): many rows per persistent CTA, tiny rows, and wide rows over clusters.
+    (4000, 1023),
+    (20000, 65),
+    (257, 32769),
 ]
 
 
