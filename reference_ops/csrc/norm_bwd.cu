@@ -530,6 +530,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 
   int slot = 0;
   for (int64_t k = 0; k < iters; ++k) {
+    // The slot refilled below held the previous row's statistics, which the
+    // whole segment read (rows of up to 32 threads reduce by shuffles alone).
+    __syncwarp();
     if (k + stages - 1 < iters && k + stages - 1 >= ahead) {
       issue(k + stages - 1);
     }
