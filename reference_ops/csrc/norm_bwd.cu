@@ -10,6 +10,8 @@
 // so results are bitwise reproducible.
 //
 // One kernel family, chosen in dispatch_norm_bwd:
+//   * norm_bwd_few_rows_kernel (few rows, 16-byte packs): blocks that write dx
+//     and blocks that add dweight / dbias over all rows, in one launch.
 //   * norm_bwd_staged_kernel (16-byte-aligned pointers; for N not a multiple of
 //     the pack, the packs of the tensor that cover each row): persistent CTAs
 //     stream x, dy and the statistics of the next rows into shared memory with
@@ -62,6 +64,17 @@ constexpr double kMaxPartialShare = 0.1;
 // Partial rows below this many bytes cost less than the reductions a larger
 // cluster adds.
 constexpr int64_t kMinPartialBytes = 32 << 20;
+
+// Few-row kernel: threads per block, packs per thread in a dx row, packs of
+// columns per dweight / dbias block (128 bytes of each row), the most rows
+// one thread of such a block adds, and the most bytes of x for which the
+// second read of x and dy (from L2) costs less than the staged kernel's longer
+// chain.
+constexpr int kFewThreads = 512;
+constexpr int kFewPacks = 4;
+constexpr int kFewColPacks = 8;
+constexpr int kFewRowsPerThread = 16;
+constexpr int64_t kFewRowsMaxBytes = 4 << 20;
 
 // Threads per block of the wide-row kernels.
 constexpr int kWideStatsThreads = 1024;
@@ -654,6 +667,164 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   }
 }
 
+// Few rows (decode-time shapes): one launch of two kinds of blocks that need
+// nothing from each other. The first `row_blocks` blocks write dx, a row group
+// of `threads_per_row` threads per row with its packs in registers; the others
+// each own kFewColPacks packs of columns and add dweight / dbias over every row
+// (x and dy read again, mostly from L2), in a fixed order, straight into the
+// outputs. No shared-memory staging, no partial rows, no second launch: the
+// chain is one memory round trip and one reduction in each kind of block.
+template <typename T, typename W>
+__global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
+    const T* __restrict__ dy,
+    const T* __restrict__ x,
+    const at::opmath_type<T>* __restrict__ mean,
+    const at::opmath_type<T>* __restrict__ rstd,
+    const W* __restrict__ weight,
+    T* __restrict__ dx,
+    W* __restrict__ dweight,
+    W* __restrict__ dbias,
+    int64_t rows,
+    int64_t cols,
+    int threads_per_row,
+    int64_t row_blocks) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int kVec = kPackBytes / sizeof(T);
+  using XPack = RawPack<T, kVec>;
+  using WPack = RawPack<W, kVec>;
+  constexpr int kWarps = kFewThreads / 32;
+  constexpr int kColElems = kFewColPacks * kVec;
+  __shared__ acc_t scratch[64];
+  __shared__ acc_t col_sums[kWarps][2][kColElems];
+  const int64_t num_packs = cols / kVec;
+  const XPack* xs = reinterpret_cast<const XPack*>(x);
+  const XPack* gs = reinterpret_cast<const XPack*>(dy);
+
+  if (blockIdx.x < row_blocks) {
+    const int lane = threadIdx.x & (threads_per_row - 1);
+    const int64_t row =
+        static_cast<int64_t>(blockIdx.x) * (blockDim.x / threads_per_row) + threadIdx.x / threads_per_row;
+    const bool ok = row < rows;
+    XPack xp[kFewPacks];
+    XPack gp[kFewPacks];
+    WPack wp[kFewPacks];
+#pragma unroll
+    for (int p = 0; p < kFewPacks; ++p) {
+      const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+      xp[p].zero();
+      gp[p].zero();
+      if (ok && j < num_packs) {
+        // Plain loads: the dweight / dbias blocks read these packs again.
+        xp[p] = load_param(xs + row * num_packs + j);
+        gp[p] = load_param(gs + row * num_packs + j);
+      }
+      if (weight != nullptr && j < num_packs) {
+        wp[p] = load_param(reinterpret_cast<const WPack*>(weight) + j);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; e += 2) {
+          wp[p].set2(e, acc_t(1), acc_t(1));
+        }
+      }
+    }
+    const acc_t m = ok && mean != nullptr ? mean[row] : acc_t(0);
+    const acc_t r = ok ? rstd[row] : acc_t(0);
+    Pair<acc_t> sums{acc_t(0), acc_t(0)};
+#pragma unroll
+    for (int p = 0; p < kFewPacks; ++p) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t g = gp[p].get(e) * static_cast<acc_t>(wp[p].get(e));
+        sums.a += g;
+        sums.b += g * ((xp[p].get(e) - m) * r);
+      }
+    }
+    sums = row_sum2(sums, threads_per_row, scratch);
+    const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+    const acc_t mean_g = mean != nullptr ? sums.a * inv_cols : acc_t(0);
+    const acc_t mean_gx = sums.b * inv_cols;
+#pragma unroll
+    for (int p = 0; p < kFewPacks; ++p) {
+      const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+      if (ok && j < num_packs) {
+        XPack out;
+#pragma unroll
+        for (int e = 0; e < kVec; e += 2) {
+          acc_t v[2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const acc_t xhat = (xp[p].get(e + i) - m) * r;
+            v[i] = r * (gp[p].get(e + i) * static_cast<acc_t>(wp[p].get(e + i)) - mean_g - xhat * mean_gx);
+          }
+          out.set2(e, v[0], v[1]);
+        }
+        store_stream(reinterpret_cast<XPack*>(dx) + row * num_packs + j, out);
+      }
+    }
+    return;
+  }
+
+  // dweight / dbias: thread (row lane, pack lane) adds rows row_lane,
+  // row_lane + row_lanes, ... of pack `j`; the row lanes of a warp meet by
+  // butterflies, the warps through shared memory in warp order.
+  const int pack_lane = threadIdx.x % kFewColPacks;
+  const int row_lanes = blockDim.x / kFewColPacks;
+  const int64_t col_pack0 = (blockIdx.x - row_blocks) * kFewColPacks;
+  const int64_t j = col_pack0 + pack_lane;
+  acc_t dw[kVec];
+  acc_t db[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    dw[e] = acc_t(0);
+    db[e] = acc_t(0);
+  }
+  if (j < num_packs) {
+#pragma unroll 4
+    for (int64_t row = threadIdx.x / kFewColPacks; row < rows; row += row_lanes) {
+      const XPack xp = load_param(xs + row * num_packs + j);
+      const XPack gp = load_param(gs + row * num_packs + j);
+      const acc_t m = mean != nullptr ? mean[row] : acc_t(0);
+      const acc_t r = rstd[row];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t d = gp.get(e);
+        dw[e] += d * ((xp.get(e) - m) * r);
+        db[e] += d;
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+#pragma unroll
+    for (int offset = kFewColPacks; offset < 32; offset *= 2) {
+      dw[e] += __shfl_xor_sync(0xffffffffu, dw[e], offset);
+      db[e] += __shfl_xor_sync(0xffffffffu, db[e], offset);
+    }
+  }
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 < kFewColPacks) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      col_sums[warp][0][pack_lane * kVec + e] = dw[e];
+      col_sums[warp][1][pack_lane * kVec + e] = db[e];
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 2 * kColElems) {
+    const int which = threadIdx.x / kColElems;
+    const int c = threadIdx.x % kColElems;
+    const int64_t col = col_pack0 * kVec + c;
+    W* const out = which == 0 ? dweight : dbias;
+    if (out != nullptr && col < cols) {
+      acc_t total = acc_t(0);
+      for (int w = 0; w < kWarps; ++w) {
+        total += col_sums[w][which][c];
+      }
+      out[col] = static_cast<W>(total);
+    }
+  }
+}
+
 // out[c] = sum over p of part[p][c], in a fixed order (slices, then the tile).
 // blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch
 // for both.
@@ -904,6 +1075,31 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
   return true;
 }
 
+// Launches the few-row kernel when its whole grid is resident at once and x is
+// small enough (see kFewRowsMaxBytes); false otherwise. Needs 16-byte-aligned
+// pointers and N a multiple of the pack.
+template <typename T, typename W>
+bool run_norm_bwd_few_rows(const BwdArgs<T, W>& a) {
+  constexpr int kVec = kPackBytes / sizeof(T);
+  const int64_t packs = a.cols / kVec;
+  if (a.cols % kVec != 0 || packs > kFewThreads * kFewPacks ||
+      a.rows > kFewRowsPerThread * (kFewThreads / kFewColPacks) ||
+      a.rows * a.cols * static_cast<int64_t>(sizeof(T)) > kFewRowsMaxBytes) {
+    return false;
+  }
+  auto kernel = norm_bwd_few_rows_kernel<T, W>;
+  const int threads_per_row = static_cast<int>(next_pow2(ceil_div(packs, kFewPacks)));
+  const int64_t row_blocks = ceil_div(a.rows, kFewThreads / threads_per_row);
+  const int64_t col_blocks = a.dweight != nullptr || a.dbias != nullptr ? ceil_div(packs, kFewColPacks) : 0;
+  if (row_blocks + col_blocks > resident_blocks(kernel, kFewThreads, 0)) {
+    return false;
+  }
+  kernel<<<row_blocks + col_blocks, kFewThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, threads_per_row, row_blocks);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 template <typename T, typename W, int kVec>
 void launch_norm_bwd(const BwdArgs<T, W>& a) {
   using acc_t = at::opmath_type<T>;
@@ -935,8 +1131,9 @@ void launch_norm_bwd(const BwdArgs<T, W>& a) {
   });
 }
 
-// The one place that picks a kernel: with 16-byte-aligned pointers the staged
-// kernel (row spans when N is not a multiple of the pack), else, or for rows
+// The one place that picks a kernel: with 16-byte-aligned pointers the few-row
+// kernel when its grid is one wave and x is small, else the staged kernel (row
+// spans when N is not a multiple of the pack); otherwise, or for rows
 // too wide to stage, the register kernels (single elements unless both the
 // pointers and N allow packs).
 template <typename T, typename W>
@@ -944,7 +1141,7 @@ void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
   const bool aligned = is_aligned(a.x, kPackBytes) && is_aligned(a.dy, kPackBytes) && is_aligned(a.dx, kPackBytes) &&
                        is_aligned(a.weight, sizeof(W) * kVec);
-  if (aligned && run_norm_bwd_staged(a)) {
+  if (aligned && (run_norm_bwd_few_rows(a) || run_norm_bwd_staged(a))) {
     return;
   }
   if (aligned && a.cols % kVec == 0) {
