@@ -403,7 +403,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
-  __shared__ ReduceScratch<acc_t, 2> scratch;
+  __shared__ ReduceScratch<acc_t, 2, kMaxClusterSize * kBwdThreads / 32> scratch;
   const int groups = blockDim.x / threads_per_row;
   const int group = threadIdx.x / threads_per_row;
   const int lane = threadIdx.x & (threads_per_row - 1);
@@ -513,6 +513,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
     }
   }
+  row_reduce_init(scratch, cluster);
   __syncthreads();
 
   acc_t dw_acc[kElems];
@@ -541,7 +542,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     }
   };
 
-  int slot = 0;
+  int reduce_calls = 0;
   for (int64_t k = 0; k < iters; ++k) {
     // The slot refilled below held the previous row's statistics, which the
     // whole segment read (rows of up to 32 threads reduce by shuffles alone).
@@ -578,7 +579,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
         }
       }
     }
-    row_reduce(sums, threads_per_row, cluster, scratch, slot);
+    row_reduce(sums, threads_per_row, cluster, scratch, reduce_calls);
     const acc_t mean_g = mean != nullptr ? sums[0] * inv_cols : acc_t(0);
     const acc_t mean_gx = sums[1] * inv_cols;
 
@@ -661,10 +662,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       }
     }
   }
-  // A CTA leaves only once no peer can still read its reduction scratch.
-  if (cluster > 1) {
-    cluster_or_block_sync(cluster);
-  }
+  // No cluster barrier before leaving: every write into this CTA's shared
+  // memory was counted on its mbarriers, whose last phase it waited for.
 }
 
 // Few rows (decode-time shapes): one launch of two kinds of blocks that need

@@ -479,29 +479,6 @@ __device__ __forceinline__ unsigned cluster_rank() {
 #endif
 }
 
-// Barrier over the whole cluster (every thread of every CTA), or the CTA.
-__device__ __forceinline__ void cluster_or_block_sync(int cluster) {
-#ifdef REFERENCE_OPS_CLUSTERS
-  if (cluster > 1) {
-    cooperative_groups::this_cluster().sync();
-    return;
-  }
-#endif
-  __syncthreads();
-}
-
-// `p` in the shared memory of CTA `rank` of the cluster (this CTA's when there
-// is none).
-template <typename U>
-__device__ __forceinline__ const U* cluster_peer(U* p, int cluster, int rank) {
-#ifdef REFERENCE_OPS_CLUSTERS
-  if (cluster > 1) {
-    return cooperative_groups::this_cluster().map_shared_rank(p, rank);
-  }
-#endif
-  return p;
-}
-
 // The dynamic shared memory of a staged kernel (one declaration for every
 // kernel).
 __device__ __forceinline__ unsigned char* dynamic_smem() {
@@ -509,23 +486,89 @@ __device__ __forceinline__ unsigned char* dynamic_smem() {
   return staged_smem;
 }
 
+// Largest cluster the kernels use (8 is portable).
+constexpr int kMaxClusterSize = 8;
+
 // Scratch for row_reduce: two slots (alternating, so one barrier per reduction
-// suffices) of kN values x 32 warps.
-template <typename U, int kN>
+// suffices) of kN values x the warps of a row (at most kWarps: a CTA's, or a
+// cluster's); with a cluster, one mbarrier per slot.
+template <typename U, int kN, int kWarps>
 struct ReduceScratch {
-  U v[2][kN][32];
+  U v[2][kN][kWarps];
+  unsigned long long bar[2];
 };
+
+#ifdef REFERENCE_OPS_CLUSTERS
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// Writes v to `local`'s counterpart in CTA `rank` of the cluster and counts
+// its bytes on that CTA's mbarrier at `bar` (st.async: no memory fence).
+template <typename U>
+__device__ __forceinline__ void store_to_peer(U* local, U v, const unsigned long long* bar, unsigned rank) {
+  unsigned addr;
+  unsigned remote_bar;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(addr) : "r"(smem_address(local)), "r"(rank));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(smem_address(bar)), "r"(rank));
+  if constexpr (sizeof(U) == 4) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(addr),
+                 "r"(__float_as_uint(v)), "r"(remote_bar)
+                 : "memory");
+  } else {
+    static_assert(sizeof(U) == 8, "row sums are float or double");
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(addr),
+                 "l"(__double_as_longlong(v)), "r"(remote_bar)
+                 : "memory");
+  }
+}
+
+// Blocks until the phase of the mbarrier at `bar` with this parity completes.
+__device__ __forceinline__ void mbarrier_wait(const unsigned long long* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(smem_address(bar)), "r"(parity)
+                 : "memory");
+  } while (done == 0);
+}
+#endif
+
+// Before the first row_reduce over a cluster (every thread of every CTA calls
+// it): the mbarriers of the scratch, initialised, then a cluster barrier so no
+// peer writes to them earlier.
+template <typename U, int kN, int kWarps>
+__device__ __forceinline__ void row_reduce_init(ReduceScratch<U, kN, kWarps>& scratch, int cluster) {
+#ifdef REFERENCE_OPS_CLUSTERS
+  if (cluster > 1) {
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < 2; ++i) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_address(&scratch.bar[i])) : "memory");
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    cooperative_groups::this_cluster().sync();
+  }
+#endif
+}
 
 // Sums kN values over a row group of `threads_per_row` threads (a power of two;
 // groups wider than a warp are whole warps) and over the `cluster` CTAs that
-// share a row (then one group per CTA). Warp sums go to shared memory; after
-// one barrier every warp adds all of its row's warp sums, lane l taking entries
-// l, l + 32, ... in rank-major order, then a butterfly: a fixed order, so the
-// result is bitwise identical on every thread and every run. Every thread of
-// every CTA of the cluster must call it. `slot` alternates between calls.
-template <int kN, typename U>
+// share a row (then one group per CTA). Every warp sum goes to shared memory:
+// the CTA's, after which one barrier suffices, or, with a cluster, every CTA's
+// (st.async, counted on each CTA's mbarrier: a cluster barrier would wait for
+// the CTA's outstanding global stores, a memory fence). Then every warp adds
+// all of its row's warp sums, lane l taking entries l, l + 32, ... in
+// rank-major order, and a butterfly: a fixed order, so the result is bitwise
+// identical on every thread and every run. Every thread of every CTA of the
+// cluster must call it, the same number of times; `calls` counts the calls
+// (slot and mbarrier phase).
+template <int kN, typename U, int kWarps>
 __device__ __forceinline__ void row_reduce(
-    U (&v)[kN], int threads_per_row, int cluster, ReduceScratch<U, kN>& scratch, int& slot) {
+    U (&v)[kN], int threads_per_row, int cluster, ReduceScratch<U, kN, kWarps>& scratch, int& calls) {
+  const int slot = calls & 1;
+  ++calls;
   if (threads_per_row <= 32 && cluster == 1) {
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
@@ -535,35 +578,61 @@ __device__ __forceinline__ void row_reduce(
   }
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
+  const int warps_per_row = threads_per_row >> 5;
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
     v[i] = group_sum(v[i], 32);
-    if (lane == 0) {
-      scratch.v[slot][i][warp] = v[i];
-    }
   }
-  cluster_or_block_sync(cluster);
-  const int warps_per_row = threads_per_row >> 5;
-  const int first = warp - warp % warps_per_row;
-  const int entries = cluster * warps_per_row;
+  int first = warp - warp % warps_per_row;
+  int entries = warps_per_row;
+#ifdef REFERENCE_OPS_CLUSTERS
+  if (cluster > 1) {
+    // One row per CTA: its warps are the row's warps in this CTA.
+    const int entry = static_cast<int>(cluster_rank()) * warps_per_row + warp;
+    const unsigned long long* bar = &scratch.bar[slot];
+    if (threadIdx.x == 0) {
+      const unsigned bytes = static_cast<unsigned>(cluster * warps_per_row * kN * sizeof(U));
+      asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}" ::"r"(
+                       smem_address(bar)),
+                   "r"(bytes)
+                   : "memory");
+    }
+    if (lane < cluster) {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        store_to_peer(&scratch.v[slot][i][entry], v[i], bar, static_cast<unsigned>(lane));
+      }
+    }
+    // Slot `slot` serves every other call: its phase parity flips every two.
+    mbarrier_wait(bar, static_cast<unsigned>((calls - 1) >> 1) & 1u);
+    first = 0;
+    entries = cluster * warps_per_row;
+  } else
+#endif
+  {
+    if (lane == 0) {
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        scratch.v[slot][i][warp] = v[i];
+      }
+    }
+    __syncthreads();
+  }
   U acc[kN];
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
     acc[i] = U(0);
   }
   for (int e = lane; e < entries; e += 32) {
-    const int rank = e / warps_per_row;
-    const ReduceScratch<U, kN>* src = cluster_peer(&scratch, cluster, rank);
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
-      acc[i] += src->v[slot][i][first + e % warps_per_row];
+      acc[i] += scratch.v[slot][i][first + e];
     }
   }
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
     v[i] = group_sum(acc[i], 32);
   }
-  slot ^= 1;
 }
 
 // The launch shape of a staged kernel: CTAs of `threads_per_row * groups`
@@ -583,13 +652,13 @@ struct StagedConfig {
 
 // Largest cluster the device runs (8 is portable; none before sm_90).
 inline int max_cluster_size() {
-  return at::cuda::getCurrentDeviceProperties()->major >= 9 ? 8 : 1;
+  return at::cuda::getCurrentDeviceProperties()->major >= 9 ? kMaxClusterSize : 1;
 }
 
 // Shared memory one CTA may use (opt-in limit), less a margin for static
-// arrays.
+// arrays (row_reduce's scratch: up to 4 KiB).
 inline size_t smem_budget() {
-  return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 4096;
+  return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 8192;
 }
 
 // Dynamic shared memory each CTA of `kernel` may take while the SM still holds

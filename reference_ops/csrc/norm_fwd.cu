@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
-  __shared__ ReduceScratch<acc_t, 1> scratch;
+  __shared__ ReduceScratch<acc_t, 1, kMaxClusterSize * kMaxThreadsPerRow / 32> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers)
   // drops out.
   const int cluster = kCluster ? cluster_size : 1;
@@ -196,7 +196,10 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       xp[p].keep(-column0(p), cols - column0(p));
     }
   }
-  int slot = 0;
+  int reduce_calls = 0;
+  if constexpr (kCluster) {
+    row_reduce_init(scratch, cluster);
+  }
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
   acc_t mean = acc_t(0);
   if constexpr (!kRms) {
@@ -208,7 +211,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         sum[0] += xp[p].get(e);
       }
     }
-    row_reduce(sum, threads_per_row, cluster, scratch, slot);
+    row_reduce(sum, threads_per_row, cluster, scratch, reduce_calls);
     mean = sum[0] * inv_cols;
   }
   // The three passes unpack the same words in three forms (RawPack::get).
@@ -232,7 +235,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       }
     }
   }
-  row_reduce(sq, threads_per_row, cluster, scratch, slot);
+  row_reduce(sq, threads_per_row, cluster, scratch, reduce_calls);
   const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
   if (ok) {
     if (lane == 0 && rank == 0) {
@@ -276,10 +279,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       }
     }
   }
-  // A CTA leaves only once no peer can still read its reduction scratch.
-  if constexpr (kCluster) {
-    cluster_or_block_sync(cluster);
-  }
+  // No cluster barrier before leaving: every write into this CTA's shared
+  // memory was counted on its mbarriers, whose last phase it waited for.
 }
 
 // Parameters for span rows: row s of a table holds the packs of the columns
