@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
-  __shared__ ReduceScratch<acc_t, 1, kMaxClusterSize * kMaxThreadsPerRow / 32> scratch;
+  __shared__ ReduceScratch<acc_t, 1, (kCluster ? kMaxClusterSize : 1) * kMaxThreadsPerRow / 32> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers)
   // drops out.
   const int cluster = kCluster ? cluster_size : 1;
