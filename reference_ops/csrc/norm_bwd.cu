@@ -572,16 +572,18 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
         }
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const acc_t xhat = (xp.get(e) - m) * r;
+          // sum(g * (x - mean)), times rstd once the row is added up.
           const acc_t g = gp.get(e) * weight_at(e, wp);
           sums[0] += g;
-          sums[1] += g * xhat;
+          sums[1] += g * (xp.get(e) - m);
         }
       }
     }
     row_reduce(sums, threads_per_row, cluster, scratch, reduce_calls);
     const acc_t mean_g = mean != nullptr ? sums[0] * inv_cols : acc_t(0);
-    const acc_t mean_gx = sums[1] * inv_cols;
+    const acc_t mean_gx = sums[1] * r * inv_cols;
+    // 16-bit: xhat as one FMA, x * r - m * r (rounding far under dx's).
+    const acc_t neg_mr = -m * r;
 
     const int64_t row = first_row + k * row_step + group;
     if (row < rows) {
@@ -603,7 +605,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
             acc_t v[2];
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-              const acc_t xhat = (xp.get(e + i) - m) * r;
+              const acc_t xv = xp.get(e + i);
+              const acc_t xhat = sizeof(T) == 2 ? fma(xv, r, neg_mr) : (xv - m) * r;
               const acc_t d = gp.get(e + i);
               v[i] = r * (d * weight_at(e + i, wp) - mean_g - xhat * mean_gx);
               acc(0, p, e + i) += d * xhat;

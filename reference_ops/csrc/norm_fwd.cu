@@ -147,6 +147,10 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
+  // Up to 4 packs a thread has registers to spare under the 64-register cap:
+  // the passes below then spend fewer instructions per element (at 8 packs the
+  // same forms make ptxas spill).
+  constexpr bool kLean = kPacks <= 4;
   __shared__ ReduceScratch<acc_t, 1, (kCluster ? kMaxClusterSize : 1) * kMaxThreadsPerRow / 32> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers)
   // drops out.
@@ -227,6 +231,15 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         const acc_t d = in ? xp[p].template get<1>(e) - mean : acc_t(0);
         sq[0] += d * d;
       }
+    } else if (kLean) {
+      // One select per pack (slots past the row hold zeros, not x - mean).
+      acc_t part = acc_t(0);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t d = xp[p].template get<1>(e) - mean;
+        part += d * d;
+      }
+      sq[0] += in_row ? part : acc_t(0);
     } else {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
@@ -248,35 +261,60 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const int param0 = span.shift * param_stride + pack0;
     const WPack* wr = weight != nullptr ? reinterpret_cast<const WPack*>(weight) + param0 : nullptr;
     const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + param0 : nullptr;
+    // 16-bit LayerNorm: (x - mean) * rstd as one FMA, x * rstd - mean * rstd
+    // (its rounding, 2^-24 * |mean| * rstd, is far under the output's).
+    constexpr bool kFold = kLean && sizeof(T) == 2 && !kRms;
+    const acc_t neg_mean_rstd = -mean * rstd;
+    // has_weight / has_bias: bool, or std::bool_constant to drop what is absent
+    // at compile time (a missing factor is 1 and a missing term -0, which
+    // leave t unchanged).
+    auto write = [&](auto has_weight, auto has_bias) {
 #pragma unroll
-    for (int p = 0; p < kSlots; ++p) {
-      const int j = lane + p * threads_per_row;
-      if (j < packs) {
-        WPack wp;
-        WPack bp;
-        if (weight != nullptr) {
-          wp = load_param(wr + j);
-        }
-        if (bias != nullptr) {
-          bp = load_param(br + j);
-        }
-        auto value = [&](int e) {
-          const acc_t t = (xp[p].template get<2>(e) - mean) * rstd;
-          const acc_t wv = weight != nullptr ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
-          const acc_t bv = bias != nullptr ? static_cast<acc_t>(bp.get(e)) : acc_t(0);
-          return t * wv + bv;
-        };
-        XPack out;
+      for (int p = 0; p < kSlots; ++p) {
+        const int j = lane + p * threads_per_row;
+        if (j < packs) {
+          WPack wp;
+          WPack bp;
+          if (has_weight) {
+            wp = load_param(wr + j);
+          }
+          if (has_bias) {
+            bp = load_param(br + j);
+          }
+          auto value = [&](int e) {
+            const acc_t xv = xp[p].template get<2>(e);
+            const acc_t t = kFold ? fma(xv, rstd, neg_mean_rstd) : (xv - mean) * rstd;
+            const acc_t wv = has_weight ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
+            const acc_t bv = has_bias ? static_cast<acc_t>(bp.get(e)) : -acc_t(0);
+            return t * wv + bv;
+          };
+          XPack out;
 #pragma unroll
-        for (int e = 0; e < kVec; e += 2) {
-          out.set2(e, value(e), value(e + 1));
-        }
-        if (edge(p)) {
-          store_span_edge(reinterpret_cast<T*>(yr + j), out, -column0(p), cols - column0(p));
-        } else {
-          store_stream(yr + j, out);
+          for (int e = 0; e < kVec; e += 2) {
+            out.set2(e, value(e), value(e + 1));
+          }
+          if (edge(p)) {
+            store_span_edge(reinterpret_cast<T*>(yr + j), out, -column0(p), cols - column0(p));
+          } else {
+            store_stream(yr + j, out);
+          }
         }
       }
+    };
+    using yes = std::true_type;
+    using no = std::false_type;
+    const bool has_weight = weight != nullptr;
+    const bool has_bias = !kRms && bias != nullptr;
+    if (!kLean) {
+      write(has_weight, has_bias);
+    } else if (has_weight && has_bias) {
+      write(yes{}, yes{});
+    } else if (has_weight) {
+      write(yes{}, no{});
+    } else if (has_bias) {
+      write(no{}, yes{});
+    } else {
+      write(no{}, no{});
     }
   }
   // No cluster barrier before leaving: every write into this CTA's shared
