@@ -417,15 +417,16 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // thread keeps the same columns: shift and packs are the group's.
   const RowSpan span = kSpan ? row_span<kVec>(first_row + group < rows ? first_row + group : 0, cols)
                              : RowSpan{0, 0, static_cast<int>(cols / kVec)};
-  const int64_t pack0 = rank * slice_packs;
-  const int64_t packs = std::max<int64_t>(std::min<int64_t>(slice_packs, span.packs - pack0), 0);
+  // Indices within a slice are 32-bit (a slice fits in shared memory).
+  const int pack0 = static_cast<int>(rank * slice_packs);
+  const int packs = max(min(static_cast<int>(slice_packs), span.packs - pack0), 0);
   // Column of element 0 of pack j of this CTA's slice; a span's first and last
   // packs are its edges, which hold elements of the neighbouring rows; the
   // columns this CTA owns.
-  auto column0 = [&](int64_t j) { return (pack0 + j) * kVec - span.shift; };
-  auto edge = [&](int64_t j) { return kSpan && (column0(j) < 0 || column0(j) + kVec > cols); };
-  const int64_t col_begin = std::max<int64_t>(column0(0), 0);
-  const int64_t col_end = std::min<int64_t>(column0(packs), cols);
+  auto column0 = [&](int j) { return (pack0 + j) * kVec - span.shift; };
+  auto edge = [&](int j) { return kSpan && (column0(j) < 0 || column0(j) + kVec > cols); };
+  const int col_begin = max(column0(0), 0);
+  const int col_end = static_cast<int>(std::min<int64_t>(column0(packs), cols));
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
   // The statistics of a row are copied once per segment (the threads of one row
@@ -440,14 +441,17 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // [stages][segments][2] statistics; [stages][groups][2][slice_packs] staged x
   // and dy.
   const bool has_w = kSpan || weight != nullptr;
-  WPack* w_s = reinterpret_cast<WPack*>(dynamic_smem());
+  unsigned char* const smem = dynamic_smem();
+  WPack* w_s = reinterpret_cast<WPack*>(smem);
   // kSpan: a weight copy per row group, or per shift when there are more groups than shifts.
   const int copies = kSpan ? min(groups, kVec) : 1;
   acc_t* extra = reinterpret_cast<acc_t*>(w_s + (has_w ? copies * slice_packs : 0));
   acc_t* stats = extra + (kSpan ? groups * 4 * kVec : 0);
-  XPack* stage = reinterpret_cast<XPack*>(
-      (reinterpret_cast<uintptr_t>(stats + stages * segments * 2) + kPackBytes - 1) &
-      ~static_cast<uintptr_t>(kPackBytes - 1));
+  // Aligned as an offset from the (aligned) base: rounding the address as an
+  // integer would hide that it is shared memory, and every staged read would
+  // become a generic load with 64-bit address arithmetic.
+  const int64_t stats_end = reinterpret_cast<unsigned char*>(stats + stages * segments * 2) - smem;
+  XPack* stage = reinterpret_cast<XPack*>(smem + (stats_end + kPackBytes - 1) / kPackBytes * kPackBytes);
 
   const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
   auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * 2 * slice_packs; };
@@ -459,7 +463,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
     const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
     XPack* dst = staged(k);
-    for (int64_t j = lane; j < packs; j += threads_per_row) {
+    for (int j = lane; j < packs; j += threads_per_row) {
       cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
       cp_async_16(dst + slice_packs + j, gr + j, ok ? kPackBytes : 0);
     }
@@ -488,8 +492,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     w_s += (groups <= kVec ? group : span.shift) * slice_packs;
     extra += group * 4 * kVec;
     // (Every pack of the slice: another shift may cover more packs than the filling group's.)
-    for (int64_t j = lane; group < copies && j < slice_packs; j += threads_per_row) {
-      const int c0 = static_cast<int>((pack0 + j) * kVec - fill_shift);
+    for (int j = lane; group < copies && j < slice_packs; j += threads_per_row) {
+      const int c0 = (pack0 + j) * kVec - fill_shift;
       WPack wp;
       if (weight != nullptr) {
         wp = load_span_param(reinterpret_cast<const WPack*>(weight), c0, static_cast<int>(cols));
@@ -509,7 +513,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       }
     }
   } else {
-    for (int64_t j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
+    for (int j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
       w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
     }
   }
@@ -533,7 +537,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   };
   auto weight_at = [&](int e, const WPack& wp) { return has_w ? static_cast<acc_t>(wp.get(e)) : acc_t(1); };
   // x and dy of pack j (span edge packs: the neighbouring rows' elements zeroed).
-  auto read_packs = [&](const XPack* xs, int64_t j, XPack& xp, XPack& gp) {
+  auto read_packs = [&](const XPack* xs, int j, XPack& xp, XPack& gp) {
     xp = xs[j];
     gp = xs[slice_packs + j];
     if (edge(j)) {
@@ -561,7 +565,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     acc_t sums[2] = {acc_t(0), acc_t(0)};
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
-      const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+      const int j = lane + p * threads_per_row;
       if (j < packs) {
         XPack xp;
         XPack gp;
@@ -590,7 +594,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       XPack* dxr = reinterpret_cast<XPack*>(dx) + row * cols / kVec + pack0;
 #pragma unroll
       for (int p = 0; p < kSlots; ++p) {
-        const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+        const int j = lane + p * threads_per_row;
         if (j < packs) {
           XPack xp;
           XPack gp;
@@ -628,7 +632,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // staging memory, and write the CTA's columns of its partial row.
   cp_async_wait(0);
   acc_t* sums_s = reinterpret_cast<acc_t*>(stage); // [groups][slice_cols]
-  const int64_t slice_cols = kSpan ? std::max<int64_t>(col_end - col_begin, 0) : packs * kVec;
+  const int slice_cols = kSpan ? max(col_end - col_begin, 0) : packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
 #pragma unroll
@@ -639,12 +643,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     __syncthreads();
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
-      const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
+      const int j = lane + p * threads_per_row;
       if (j < packs) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           // Aligned rows: the plain index, which the compiler turns into 16-byte stores.
-          const int64_t col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
+          const int col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
           if (!kSpan || (col >= 0 && col < slice_cols)) {
             sums_s[group * slice_cols + col] = acc(which, p, e);
           }
@@ -652,7 +656,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       }
     }
     __syncthreads();
-    for (int64_t c = threadIdx.x; c < slice_cols; c += blockDim.x) {
+    for (int c = threadIdx.x; c < slice_cols; c += blockDim.x) {
       acc_t total = acc_t(0);
       for (int g = 0; g < groups; ++g) {
         total += sums_s[g * slice_cols + c];
