@@ -10,7 +10,8 @@ Method:
   * forward bytes 2*M*N*s (read x, write y); backward bytes 3*M*N*s (read x, dy; write dx);
     backward time = time(forward + autograd backward incl. dweight/dbias) - time(forward);
   * the large shapes move >= 256 MiB per forward call (no L2 reuse); the few-row shapes
-    measure latency (reported in microseconds);
+    measure latency (reported in microseconds); a copy of one forward call's bytes, timed the
+    same way, shows the ceiling at that call size (same_bytes_copy_pct);
   * every result (y, dx, dweight, dbias) is checked against a float64 reference each run.
 
 Usage: python benchmarks/bench.py [--dtypes bf16,fp16,fp32] [--ops layer_norm,rms_norm]
@@ -119,6 +120,24 @@ def copy_bandwidth_gbps() -> float:
     return 2 * (1 << 30) / (min(graphed, eager) * 1e-3) / 1e9
 
 
+_SAME_BYTES_COPY: dict[int, float] = {}
+
+
+def same_bytes_copy_pct(nbytes: int, copy_gbps: float, replays: int) -> float:
+    """dst.copy_(src) of `nbytes` (one forward call's read + write), timed like the ops, as a % of
+    the 1 GiB copy bandwidth: the ceiling a call of that size reaches under this method (graph
+    launch and ramp-up are a larger share of a shorter call)."""
+    cache = _SAME_BYTES_COPY
+    if nbytes not in cache:
+        src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
+        dst = torch.empty_like(src)
+        graphed = median_ms(lambda: dst.copy_(src), 1, replays)
+        eager = eager_median_ms(lambda: dst.copy_(src), replays)
+        cache[nbytes] = 100 * 2 * nbytes / (min(graphed, eager) * 1e-3) / 1e9 / copy_gbps
+        del src, dst
+    return cache[nbytes]
+
+
 def make_fns(op: str, n: int, compile_fn: bool):
     if op == "layer_norm":
         ours = lambda x, w, b: reference_ops.layer_norm(x, (n,), w, b, EPS)  # noqa: E731
@@ -201,6 +220,7 @@ def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
             times[impl][1].extend(t_all.sample(per_round))
     del timers
 
+    same_copy = None if latency else same_bytes_copy_pct(m * n * s, copy_gbps, replays)
     rows = []
     for impl in fns:
         err, first_call_s = checks[impl]
@@ -224,6 +244,7 @@ def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
                 max_rel_err=err,
                 ok=err <= REL_TOL[dtype],
                 latency_case=latency,
+                same_bytes_copy_pct=same_copy,
                 first_call_s=first_call_s,
             )
         )
@@ -234,6 +255,8 @@ def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
 def print_table(rows, copy_gbps):
     print(f"\ncopy bandwidth (read + write, 1 GiB): {copy_gbps:.0f} GB/s")
     print("large shapes: GB/s (% of copy bandwidth); few-row shapes: microseconds per call")
+    for nbytes, pct in sorted(_SAME_BYTES_COPY.items()):
+        print(f"a copy of {nbytes / 2**20:.0f} MiB (one forward call's read + write) timed like the ops: {pct:.0f}% of it")
     hdr = f"{'op':<10} {'dtype':<8} {'MxN':>12} | {'ours fwd':>15} {'ours bwd':>15} | {'eager fwd':>15} {'eager bwd':>15} | {'compile fwd':>15} {'compile bwd':>15} | ok"
     print(hdr)
     print("-" * len(hdr))
