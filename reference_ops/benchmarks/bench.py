@@ -256,7 +256,7 @@ def print_table(rows, copy_gbps):
     print(f"\ncopy bandwidth (read + write, 1 GiB): {copy_gbps:.0f} GB/s")
     print("large shapes: GB/s (% of copy bandwidth); few-row shapes: microseconds per call")
     for nbytes, pct in sorted(_SAME_BYTES_COPY.items()):
-        print(f"a copy of {nbytes / 2**20:.0f} MiB (one forward call's read + write) timed like the ops: {pct:.0f}% of it")
+        print(f"a copy of {nbytes / 2**20:.1f} MiB (one forward call's read + write) timed like the ops: {pct:.0f}% of it")
     hdr = f"{'op':<10} {'dtype':<8} {'MxN':>12} | {'ours fwd':>15} {'ours bwd':>15} | {'eager fwd':>15} {'eager bwd':>15} | {'compile fwd':>15} {'compile bwd':>15} | ok"
     print(hdr)
     print("-" * len(hdr))

@@ -192,6 +192,21 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       xp[p].zero();
     }
   }
+  // RMSNorm rows of up to 4 packs a thread: the weight packs are loaded with x
+  // (registers to spare), so the output pass does not wait for a second round
+  // trip, the whole latency of a call of a few rows.
+  constexpr bool kEarlyWeight = kRms && kLean && sizeof(W) == sizeof(T);
+  WPack w_early[kEarlyWeight ? kSlots : 1];
+  if constexpr (kEarlyWeight) {
+    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + span.shift * param_stride + pack0;
+#pragma unroll
+    for (int p = 0; p < kSlots; ++p) {
+      const int j = lane + p * threads_per_row;
+      if (weight != nullptr && ok && j < packs) {
+        w_early[p] = load_param(w0 + j);
+      }
+    }
+  }
   // Edge packs are masked once every load is in flight (a mask between two
   // loads would hold the later ones back until the first arrived).
 #pragma unroll
@@ -275,7 +290,9 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         if (j < packs) {
           WPack wp;
           WPack bp;
-          if (has_weight) {
+          if constexpr (kEarlyWeight) {
+            wp = w_early[p];
+          } else if (has_weight) {
             wp = load_param(wr + j);
           }
           if (has_bias) {
