@@ -280,40 +280,77 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     // (its rounding, 2^-24 * |mean| * rstd, is far under the output's).
     constexpr bool kFold = kLean && sizeof(T) == 2 && !kRms;
     const acc_t neg_mean_rstd = -mean * rstd;
+    // Rows of up to 4 packs a thread load the weight / bias packs of
+    // kParamBatch slots before using any: one round trip to L2 per batch
+    // instead of one per slot (the whole write pass waited on each in turn).
+    // Up to 32 registers of them; 16 beside a span row's bookkeeping, and for
+    // float16, whose passes ptxas converts once and keeps (more spills). At 8
+    // packs a second slot's parameters do not fit (ptxas spills).
+    constexpr int kParamRegs = (kRms ? 1 : 2) * static_cast<int>(sizeof(WPack)) / 4;
+    constexpr int kParamBudget = kSpan || std::is_same_v<T, c10::Half> ? 16 : 32;
+    constexpr int kParamBatch = kLean ? std::max(1, std::min(kSlots, kParamBudget / kParamRegs)) : 1;
     // has_weight / has_bias: bool, or std::bool_constant to drop what is absent
     // at compile time (a missing factor is 1 and a missing term -0, which
     // leave t unchanged).
     auto write = [&](auto has_weight, auto has_bias) {
+      auto fetch = [&](int p, int j, WPack& wp, WPack& bp) {
+        if constexpr (kEarlyWeight) {
+          wp = w_early[p];
+        } else if (has_weight) {
+          wp = load_param(wr + j);
+        }
+        if (has_bias) {
+          bp = load_param(br + j);
+        }
+      };
+      auto emit = [&](int p, int j, const WPack& wp, const WPack& bp) {
+        auto value = [&](int e) {
+          const acc_t xv = xp[p].template get<2>(e);
+          const acc_t t = kFold ? fma(xv, rstd, neg_mean_rstd) : (xv - mean) * rstd;
+          const acc_t wv = has_weight ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
+          const acc_t bv = has_bias ? static_cast<acc_t>(bp.get(e)) : -acc_t(0);
+          return t * wv + bv;
+        };
+        XPack out;
 #pragma unroll
-      for (int p = 0; p < kSlots; ++p) {
-        const int j = lane + p * threads_per_row;
-        if (j < packs) {
-          WPack wp;
-          WPack bp;
-          if constexpr (kEarlyWeight) {
-            wp = w_early[p];
-          } else if (has_weight) {
-            wp = load_param(wr + j);
-          }
-          if (has_bias) {
-            bp = load_param(br + j);
-          }
-          auto value = [&](int e) {
-            const acc_t xv = xp[p].template get<2>(e);
-            const acc_t t = kFold ? fma(xv, rstd, neg_mean_rstd) : (xv - mean) * rstd;
-            const acc_t wv = has_weight ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
-            const acc_t bv = has_bias ? static_cast<acc_t>(bp.get(e)) : -acc_t(0);
-            return t * wv + bv;
-          };
-          XPack out;
+        for (int e = 0; e < kVec; e += 2) {
+          out.set2(e, value(e), value(e + 1));
+        }
+        if (edge(p)) {
+          store_span_edge(reinterpret_cast<T*>(yr + j), out, -column0(p), cols - column0(p));
+        } else {
+          store_stream(yr + j, out);
+        }
+      };
+      if constexpr (kParamBatch == 1) {
 #pragma unroll
-          for (int e = 0; e < kVec; e += 2) {
-            out.set2(e, value(e), value(e + 1));
+        for (int p = 0; p < kSlots; ++p) {
+          const int j = lane + p * threads_per_row;
+          if (j < packs) {
+            WPack wp;
+            WPack bp;
+            fetch(p, j, wp, bp);
+            emit(p, j, wp, bp);
           }
-          if (edge(p)) {
-            store_span_edge(reinterpret_cast<T*>(yr + j), out, -column0(p), cols - column0(p));
-          } else {
-            store_stream(yr + j, out);
+        }
+      } else {
+#pragma unroll
+        for (int p0 = 0; p0 < kSlots; p0 += kParamBatch) {
+          WPack wp[kParamBatch];
+          WPack bp[kParamBatch];
+#pragma unroll
+          for (int b = 0; b < kParamBatch; ++b) {
+            const int j = lane + (p0 + b) * threads_per_row;
+            if (p0 + b < kSlots && j < packs) {
+              fetch(p0 + b, j, wp[b], bp[b]);
+            }
+          }
+#pragma unroll
+          for (int b = 0; b < kParamBatch; ++b) {
+            const int j = lane + (p0 + b) * threads_per_row;
+            if (p0 + b < kSlots && j < packs) {
+              emit(p0 + b, j, wp[b], bp[b]);
+            }
           }
         }
       }
