@@ -323,6 +323,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         }
       };
       if constexpr (kParamBatch == 1) {
+        // 8 packs: each slot's loads inside its own branch (the same loop with
+        // batches of one slot changes ptxas' allocation: more spills).
 #pragma unroll
         for (int p = 0; p < kSlots; ++p) {
           const int j = lane + p * threads_per_row;
