@@ -30,11 +30,13 @@ namespace {
 constexpr int kUncachedThreads = 1024;
 
 // Register forward: packs per thread aimed for, the most a thread holds (128
-// bytes of row in T: 32 registers), and the CTA size when rows share a CTA.
+// bytes of row in T: 32 registers), the most threads of a CTA below 1024, the
+// widest row (in packs) spread at kRowTargetPacks a thread, and the CTA size
+// when rows share a CTA.
 constexpr int kRowTargetPacks = 4;
 constexpr int kRowMaxPacks = 8;
 constexpr int kRowMaxThreads = 512;
-constexpr int64_t kRowWidePacks = 1024;
+constexpr int64_t kRowWidePacks = static_cast<int64_t>(kRowMaxThreads) * kRowTargetPacks;
 constexpr int kRowBlockThreads = 128;
 
 // -----------------------------------------------------------------------------
@@ -443,10 +445,11 @@ template <typename T, typename W, int kVec, bool kSpan>
 bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   // A span covers at most two packs more than N / kVec.
   const int64_t num_packs = a.cols / kVec + (kSpan ? 2 : 0);
-  // About kRowTargetPacks packs per thread (kRowMaxPacks for rows wider than
-  // kRowWidePacks) on at most kRowMaxThreads threads, so several CTAs share an
-  // SM; then 1024 threads; wider rows are split over a cluster of
-  // kRowMaxThreads-thread CTAs.
+  // kRowTargetPacks packs per thread on at most kRowMaxThreads threads, so
+  // several CTAs share an SM, for rows of up to kRowWidePacks packs (4-pack
+  // rows load a batch of parameter packs at once, 8-pack rows one at a time);
+  // then kRowMaxPacks, on up to 1024 threads; wider rows are split over a
+  // cluster of kRowMaxThreads-thread CTAs at kRowMaxPacks.
   StagedConfig c;
   const int64_t per_cta = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
   if (num_packs > static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks) {
@@ -458,8 +461,8 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   // Threads for the slice's aligned packs; a span's two more packs take the
   // kernel's extra slot (with two threads or more), else they count in.
   auto config = [&](int64_t packs) {
-    const RowConfig cfg =
-        choose_row_config(packs, packs > kRowWidePacks ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
+    const bool wide = packs > kRowWidePacks || c.cluster > 1;
+    const RowConfig cfg = choose_row_config(packs, wide ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
     return cfg.packs_per_thread > kRowMaxPacks ? choose_row_config(packs, kRowMaxPacks, kMaxThreadsPerRow) : cfg;
   };
   RowConfig cfg = config(kSpan ? std::max<int64_t>(c.slice_packs - 2, 1) : c.slice_packs);

@@ -177,6 +177,24 @@ def test_wide_and_tall_shapes(op, shape, dtype, device):
     check_against_reference(op, "affine", shape[0], shape[1], dtype, device)
 
 
+# Every parameter mode on wide rows: the whole row in one CTA and a row split over a cluster,
+# with more rows than the GPU's persistent grid takes at once (each CTA keeps its slice of the
+# parameters in shared memory across rows).
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(300, 16384), (140, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize(
+    "op, mode, dtype",
+    [
+        pytest.param(op, *p.values, id=f"{op}-{p.id}")
+        for op, modes in (("layer_norm", LAYER_MODES), ("rms_norm", RMS_MODES))
+        for p in mode_dtype_pairs(modes)
+        if p.values[1] != torch.float64
+    ],
+)
+def test_wide_rows_every_mode(op, mode, dtype, shape, device):
+    check_against_reference(op, mode, shape[0], shape[1], dtype, device)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
 def test_multi_dim_normalized_shape_and_eps(op, device):
