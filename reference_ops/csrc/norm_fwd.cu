@@ -38,6 +38,10 @@ constexpr int kRowMaxPacks = 8;
 constexpr int kRowMaxThreads = 512;
 constexpr int64_t kRowWidePacks = static_cast<int64_t>(kRowMaxThreads) * kRowTargetPacks;
 constexpr int kRowBlockThreads = 128;
+// Weight and bias: rows wider than kSplitPacks packs go to a cluster whose
+// slices hold at most kSplitSlicePacks (256 threads x kRowMaxPacks).
+constexpr int64_t kSplitPacks = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
+constexpr int64_t kSplitSlicePacks = 256 * kRowMaxPacks;
 
 // -----------------------------------------------------------------------------
 // Kernels
@@ -449,10 +453,14 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   // several CTAs share an SM, for rows of up to kRowWidePacks packs (4-pack
   // rows load a batch of parameter packs at once, 8-pack rows one at a time);
   // then kRowMaxPacks, on up to 1024 threads; wider rows are split over a
-  // cluster of kRowMaxThreads-thread CTAs at kRowMaxPacks.
+  // cluster of kRowMaxThreads-thread CTAs at kRowMaxPacks. Rows with both
+  // weight and bias split from kSplitPacks packs on, into slices of at most
+  // kSplitSlicePacks: each CTA then reads only its slice of the two parameter
+  // vectors, which the L2 -> SM path otherwise carries for every row.
   StagedConfig c;
-  const int64_t per_cta = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
-  if (num_packs > static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks) {
+  const bool two_params = !a.rms && a.weight != nullptr && a.bias != nullptr;
+  const int64_t per_cta = two_params ? kSplitSlicePacks : static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
+  if (num_packs > (two_params ? kSplitPacks : static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks)) {
     while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
       c.cluster *= 2;
     }
