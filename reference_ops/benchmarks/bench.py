@@ -8,7 +8,9 @@ Method:
     the replays run in rounds interleaved across ours / eager / compile (a transient slowdown
     of the GPU falls on all three);
   * forward bytes 2*M*N*s (read x, write y); backward bytes 3*M*N*s (read x, dy; write dx);
-    backward time = time(forward + autograd backward incl. dweight/dbias) - time(forward);
+    the forward is timed under no_grad (ours then runs the inference op, which writes no
+    mean / rstd, as torch.compile's forward does not); backward time = time(forward with
+    statistics + autograd backward incl. dweight/dbias) - time(no_grad forward);
   * the large shapes move >= 256 MiB per forward call (no L2 reuse); the few-row shapes
     measure latency (reported in microseconds); a copy of one forward call's bytes, timed the
     same way, shows the ceiling at that call size (same_bytes_copy_pct);

@@ -144,6 +144,43 @@ at::Tensor defined_or_empty(const at::Tensor& t, const at::Tensor& like) {
 
 } // namespace
 
+namespace {
+
+struct FwdOutputs {
+  at::Tensor y;
+  at::Tensor mean;
+  at::Tensor rstd;
+};
+
+// Checks, allocates y (and, with `stats`, rstd and LayerNorm's mean) and runs the backend.
+FwdOutputs norm_fwd(
+    const char* op,
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    double eps,
+    bool rms,
+    bool stats,
+    NormFwdBackend backend) {
+  const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
+  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
+  const at::Tensor xc = x.contiguous();
+  FwdOutputs out{at::empty_like(xc), at::Tensor(), at::Tensor()};
+  if (stats) {
+    const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
+    out.rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
+    if (!rms) {
+      out.mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
+    }
+  }
+  backend(
+      xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), out.y, out.mean, out.rstd, shape, eps, rms);
+  return out;
+}
+
+} // namespace
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
     const at::Tensor& x,
     c10::IntArrayRef normalized_shape,
@@ -151,17 +188,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
     const std::optional<at::Tensor>& bias,
     double eps,
     NormFwdBackend backend) {
-  const NormShape shape = check_norm_args("layer_norm", x, normalized_shape, weight, bias);
-  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
-  const at::Tensor xc = x.contiguous();
-  at::Tensor y = at::empty_like(xc);
-  const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
-  at::Tensor mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
-  backend(
-      xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), y, mean, rstd, shape, eps,
-      /*rms=*/false);
-  return {y, mean, rstd};
+  FwdOutputs out = norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, true, backend);
+  return {out.y, out.mean, out.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
@@ -170,14 +198,27 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
     const std::optional<at::Tensor>& weight,
     double eps,
     NormFwdBackend backend) {
-  const NormShape shape = check_norm_args("rms_norm", x, normalized_shape, weight, std::nullopt);
-  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
-  const at::Tensor xc = x.contiguous();
-  at::Tensor y = at::empty_like(xc);
-  at::Tensor mean;
-  at::Tensor rstd = at::empty(stat_shape(x, normalized_shape), x.options().dtype(stat_dtype(x.scalar_type())));
-  backend(xc, contiguous_or_undefined(weight), at::Tensor(), y, mean, rstd, shape, eps, /*rms=*/true);
-  return {y, rstd};
+  FwdOutputs out = norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, true, backend);
+  return {out.y, out.rstd};
+}
+
+at::Tensor layer_norm_inference(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    double eps,
+    NormFwdBackend backend) {
+  return norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, false, backend).y;
+}
+
+at::Tensor rms_norm_inference(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    double eps,
+    NormFwdBackend backend) {
+  return norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, false, backend).y;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
@@ -269,7 +310,7 @@ void norm_fwd_typed(
   const W* bp = bias.defined() ? bias.const_data_ptr<W>() : nullptr;
   T* yp = y.mutable_data_ptr<T>();
   acc_t* mp = mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr;
-  acc_t* rp = rstd.mutable_data_ptr<acc_t>();
+  acc_t* rp = rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr;
   const int64_t cols = shape.cols;
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
   const int64_t grain = std::max<int64_t>(1, kGrainElems / cols);
@@ -286,7 +327,9 @@ void norm_fwd_typed(
       if (mp != nullptr) {
         mp[row] = m;
       }
-      rp[row] = r;
+      if (rp != nullptr) {
+        rp[row] = r;
+      }
       T* yr = yp + row * cols;
       for (int64_t c = 0; c < cols; ++c) {
         acc_t v = (static_cast<acc_t>(xr[c]) - m) * r;
@@ -423,6 +466,8 @@ TORCH_LIBRARY(reference_ops, m) {
       "layer_norm_bwd(Tensor dy, Tensor x, Tensor mean, Tensor rstd, int[] normalized_shape, Tensor? weight, Tensor? "
       "bias) -> (Tensor, Tensor, Tensor)");
   m.def("rms_norm_fwd(Tensor x, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)");
+  m.def("layer_norm_inference(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> Tensor");
+  m.def("rms_norm_inference(Tensor x, int[] normalized_shape, Tensor? weight, float eps) -> Tensor");
   m.def("rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, int[] normalized_shape, Tensor? weight) -> (Tensor, Tensor)");
 }
 
@@ -441,6 +486,13 @@ TORCH_LIBRARY_IMPL(reference_ops, CPU, m) {
       "rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
         return rms_norm_fwd(x, shape, w, eps, cpu::norm_fwd_cpu);
       });
+  m.impl(
+      "layer_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                                 const std::optional<at::Tensor>& b,
+                                 double eps) { return layer_norm_inference(x, shape, w, b, eps, cpu::norm_fwd_cpu); });
+  m.impl(
+      "rms_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                               double eps) { return rms_norm_inference(x, shape, w, eps, cpu::norm_fwd_cpu); });
   m.impl(
       "rms_norm_bwd",
       [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,

@@ -65,7 +65,8 @@ inline bool has_float_params(const at::Tensor& x, const at::Tensor& a, const at:
 }
 
 // A device implementation: fills preallocated outputs from checked, contiguous inputs. Undefined
-// tensors stand for absent weight / bias (and mean, for RMSNorm).
+// tensors stand for absent weight / bias, and for statistics not wanted (mean for RMSNorm; mean
+// and rstd for the inference ops).
 using NormFwdBackend = void (*)(
     const at::Tensor& x,
     const at::Tensor& weight,
@@ -87,7 +88,7 @@ using NormBwdBackend = void (*)(
     at::Tensor& dbias,
     NormShape shape);
 
-// The four ops, shared by every device: check the arguments, make the inputs contiguous,
+// The ops, shared by every device: check the arguments, make the inputs contiguous,
 // allocate the outputs, then run `backend` (norm.cpp for the CPU, norm_*.cu for CUDA).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
     const at::Tensor& x,
@@ -97,6 +98,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
     double eps,
     NormFwdBackend backend);
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    double eps,
+    NormFwdBackend backend);
+// The forward ops without statistics (no gradient wanted): y only, and the kernels write no
+// mean / rstd.
+at::Tensor layer_norm_inference(
+    const at::Tensor& x,
+    c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& bias,
+    double eps,
+    NormFwdBackend backend);
+at::Tensor rms_norm_inference(
     const at::Tensor& x,
     c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight,

@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
     const acc_t var = rms ? tot.b * inv_cols : max(tot.b * inv_cols - shifted_mean * shifted_mean, acc_t(0));
     const acc_t mean = rms ? acc_t(0) : shift + shifted_mean;
     const acc_t rstd = rsqrt_acc(var + eps);
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && rstd_out != nullptr) {
       if (mean_out != nullptr) {
         mean_out[row] = mean;
       }
@@ -163,8 +163,10 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   const int cluster = kCluster ? cluster_size : 1;
   const int lane = threadIdx.x & (threads_per_row - 1);
   const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
+  // threads_per_row is a power of two: a shift, not a division.
+  const int group_shift = __ffs(threads_per_row) - 1;
   const int64_t row =
-      static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x / threads_per_row) + threadIdx.x / threads_per_row;
+      static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x >> group_shift) + (threadIdx.x >> group_shift);
   // Groups past the last row still take part in the reductions.
   const bool ok = row < rows;
   RowSpan span{(ok ? row : 0) * (cols / kVec), 0, cols / kVec};
@@ -272,7 +274,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   row_reduce(sq, threads_per_row, cluster, scratch, reduce_calls);
   const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
   if (ok) {
-    if (lane == 0 && rank == 0) {
+    // The inference ops pass no statistics to write.
+    if (lane == 0 && rank == 0 && rstd_out != nullptr) {
       if constexpr (!kRms) {
         mean_out[row] = mean;
       }
@@ -566,7 +569,7 @@ void norm_fwd_typed(
       bias.defined() ? bias.const_data_ptr<W>() : nullptr,
       y.mutable_data_ptr<T>(),
       mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
-      rstd.mutable_data_ptr<acc_t>(),
+      rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr,
       shape.rows,
       shape.cols,
       static_cast<acc_t>(eps),
@@ -606,6 +609,14 @@ TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
       "rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
         return rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda);
       });
+  m.impl(
+      "layer_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                                 const std::optional<at::Tensor>& b, double eps) {
+        return layer_norm_inference(x, shape, w, b, eps, cuda::norm_fwd_cuda);
+      });
+  m.impl(
+      "rms_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
+                               double eps) { return rms_norm_inference(x, shape, w, eps, cuda::norm_fwd_cuda); });
 }
 
 } // namespace reference_ops

@@ -22,6 +22,12 @@ def _as_shape(normalized_shape: _ShapeLike) -> List[int]:
     return [int(s) for s in normalized_shape]
 
 
+def _wants_grad(*tensors: Optional[Tensor]) -> bool:
+    """Whether autograd will need the forward's statistics (else the inference op runs: it
+    writes no mean / rstd)."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def layer_norm(
     x: Tensor,
     normalized_shape: _ShapeLike,
@@ -36,7 +42,10 @@ def layer_norm(
     ``weight`` / ``bias`` have shape ``normalized_shape`` and ``x``'s dtype, or float32
     when ``x`` is float16 / bfloat16.
     """
-    return torch.ops.reference_ops.layer_norm_fwd(x, _as_shape(normalized_shape), weight, bias, float(eps))[0]
+    shape = _as_shape(normalized_shape)
+    if _wants_grad(x, weight, bias):
+        return torch.ops.reference_ops.layer_norm_fwd(x, shape, weight, bias, float(eps))[0]
+    return torch.ops.reference_ops.layer_norm_inference(x, shape, weight, bias, float(eps))
 
 
 def rms_norm(
@@ -53,7 +62,10 @@ def rms_norm(
     """
     if eps is None:
         eps = torch.finfo(x.dtype).eps
-    return torch.ops.reference_ops.rms_norm_fwd(x, _as_shape(normalized_shape), weight, float(eps))[0]
+    shape = _as_shape(normalized_shape)
+    if _wants_grad(x, weight):
+        return torch.ops.reference_ops.rms_norm_fwd(x, shape, weight, float(eps))[0]
+    return torch.ops.reference_ops.rms_norm_inference(x, shape, weight, float(eps))
 
 
 def _stat_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -90,6 +102,16 @@ def _layer_norm_bwd_fake(dy, x, mean, rstd, normalized_shape, weight, bias):
 def _rms_norm_fwd_fake(x, normalized_shape, weight, eps):
     y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     return y, x.new_empty(_stat_shape(x, normalized_shape), dtype=_stat_dtype(x.dtype))
+
+
+@torch.library.register_fake("reference_ops::layer_norm_inference")
+def _layer_norm_inference_fake(x, normalized_shape, weight, bias, eps):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+@torch.library.register_fake("reference_ops::rms_norm_inference")
+def _rms_norm_inference_fake(x, normalized_shape, weight, eps):
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
 
 
 @torch.library.register_fake("reference_ops::rms_norm_bwd")
@@ -147,6 +169,15 @@ def _rms_norm_backward(ctx, dy, _drstd) -> Tuple[Optional[Tensor], ...]:
     )
 
 
+def _inference_backward(ctx, *grads):
+    raise RuntimeError(
+        "reference_ops: the *_inference ops save no statistics and have no backward; call "
+        "reference_ops.layer_norm / rms_norm (or the *_fwd ops), which keep them when a gradient is wanted"
+    )
+
+
+torch.library.register_autograd("reference_ops::layer_norm_inference", _inference_backward)
+torch.library.register_autograd("reference_ops::rms_norm_inference", _inference_backward)
 torch.library.register_autograd(
     "reference_ops::layer_norm_fwd", _layer_norm_backward, setup_context=_layer_norm_setup_context
 )

@@ -96,6 +96,10 @@ def check_against_reference(op, mode, M, N, dtype, device, eps=None, leading=Non
     nbytes = x.numel() * x.element_size()
     poison_allocator(device, [nbytes, nbytes, N * 4, max(M, 1) * 4])
     y, grads = forward_backward(ours, op, x, N, w, b, dy, eps)
+    # Without a gradient the inference op runs (no statistics written): the same y, bit for bit.
+    with torch.no_grad():
+        y_inference = ours(op, x, N, w, b, eps)
+    assert torch.equal(y_inference, y), "the inference op's y differs from the training forward's"
     ref_eps = eps if eps is not None else torch.finfo(dtype).eps
     d = lambda t: None if t is None else t.double()  # noqa: E731
     y_ref, grads_ref = forward_backward(reference, op, d(x), N, d(w), d(b), d(dy), ref_eps)
@@ -287,6 +291,16 @@ def test_opcheck(device):
         bd = None if b is None else b.detach()
         torch.library.opcheck(ops.layer_norm_bwd.default, (dy, xd, mean, rstd, [40], wd, bd))
         torch.library.opcheck(ops.rms_norm_bwd.default, (dy, xd, rms_rstd, [40], wd))
+        torch.library.opcheck(ops.layer_norm_inference.default, (xd, [40], wd, bd, 1e-5))
+        torch.library.opcheck(ops.rms_norm_inference.default, (xd, [40], wd, 1e-6))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_inference_op_has_no_backward(device):
+    x = torch.randn(4, 40, device=device, requires_grad=True)
+    y = torch.ops.reference_ops.layer_norm_inference(x, [40], None, None, 1e-5)
+    with pytest.raises(RuntimeError, match="save no statistics and have no backward"):
+        y.sum().backward()
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -332,6 +346,11 @@ def test_compiled_graph_contains_the_custom_ops():
     f(x, w).backward()
     assert any("reference_ops.layer_norm_fwd" in s for s in seen), seen
     assert any("reference_ops.layer_norm_bwd" in s for s in seen), seen
+    seen.clear()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        f(x, w)
+    assert any("reference_ops.layer_norm_inference" in s for s in seen), seen
 
 
 @pytest.mark.parametrize("device", DEVICES)
