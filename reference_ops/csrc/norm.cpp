@@ -187,8 +187,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
     const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias,
     double eps,
-    NormFwdBackend backend) {
-  FwdOutputs out = norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, true, backend);
+    NormFwdBackend backend,
+    bool stats) {
+  FwdOutputs out = norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, stats, backend);
   return {out.y, out.mean, out.rstd};
 }
 
@@ -197,28 +198,10 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
     c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight,
     double eps,
-    NormFwdBackend backend) {
-  FwdOutputs out = norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, true, backend);
+    NormFwdBackend backend,
+    bool stats) {
+  FwdOutputs out = norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, stats, backend);
   return {out.y, out.rstd};
-}
-
-at::Tensor layer_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps,
-    NormFwdBackend backend) {
-  return norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, false, backend).y;
-}
-
-at::Tensor rms_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps,
-    NormFwdBackend backend) {
-  return norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, false, backend).y;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
@@ -488,11 +471,14 @@ TORCH_LIBRARY_IMPL(reference_ops, CPU, m) {
       });
   m.impl(
       "layer_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                                 const std::optional<at::Tensor>& b,
-                                 double eps) { return layer_norm_inference(x, shape, w, b, eps, cpu::norm_fwd_cpu); });
+                                 const std::optional<at::Tensor>& b, double eps) {
+        return std::get<0>(layer_norm_fwd(x, shape, w, b, eps, cpu::norm_fwd_cpu, /*stats=*/false));
+      });
   m.impl(
-      "rms_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                               double eps) { return rms_norm_inference(x, shape, w, eps, cpu::norm_fwd_cpu); });
+      "rms_norm_inference",
+      [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
+        return std::get<0>(rms_norm_fwd(x, shape, w, eps, cpu::norm_fwd_cpu, /*stats=*/false));
+      });
   m.impl(
       "rms_norm_bwd",
       [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,

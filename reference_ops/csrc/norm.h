@@ -89,35 +89,24 @@ using NormBwdBackend = void (*)(
     NormShape shape);
 
 // The ops, shared by every device: check the arguments, make the inputs contiguous,
-// allocate the outputs, then run `backend` (norm.cpp for the CPU, norm_*.cu for CUDA).
+// allocate the outputs, then run `backend` (norm.cpp for the CPU, norm_*.cu for CUDA). The
+// forward without `stats` (the *_inference ops: no gradient wanted) returns undefined mean /
+// rstd, which the kernels then do not write.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
     const at::Tensor& x,
     c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight,
     const std::optional<at::Tensor>& bias,
     double eps,
-    NormFwdBackend backend);
+    NormFwdBackend backend,
+    bool stats = true);
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
     const at::Tensor& x,
     c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight,
     double eps,
-    NormFwdBackend backend);
-// The forward ops without statistics (no gradient wanted): y only, and the kernels write no
-// mean / rstd.
-at::Tensor layer_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps,
-    NormFwdBackend backend);
-at::Tensor rms_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps,
-    NormFwdBackend backend);
+    NormFwdBackend backend,
+    bool stats = true);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
     const at::Tensor& dy,
     const at::Tensor& x,

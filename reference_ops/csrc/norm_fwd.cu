@@ -612,11 +612,13 @@ TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
   m.impl(
       "layer_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
                                  const std::optional<at::Tensor>& b, double eps) {
-        return layer_norm_inference(x, shape, w, b, eps, cuda::norm_fwd_cuda);
+        return std::get<0>(layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda, /*stats=*/false));
       });
   m.impl(
-      "rms_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                               double eps) { return rms_norm_inference(x, shape, w, eps, cuda::norm_fwd_cuda); });
+      "rms_norm_inference",
+      [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
+        return std::get<0>(rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda, /*stats=*/false));
+      });
 }
 
 } // namespace reference_ops
