@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // `shift` of `param_stride` packs), and the span's one or two packs beyond the
 // aligned width take one more slot (used by lanes 0 and 1 only), so a span row
 // is spread over threads like an aligned row of its width.
-template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster, bool kSpan>
+template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster, bool kSpan, int kGroup>
 __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
@@ -150,6 +150,14 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     int param_stride,
     at::opmath_type<T> eps) {
   using acc_t = at::opmath_type<T>;
+  // kGroup > 0: LayerNorm rows of exactly kGroup x kPacks packs, each on kGroup
+  // threads (a warp or less), fixed at compile time: immediate offsets, no
+  // masks, a constant 1 / N, a fixed butterfly and x kept as floats (a third
+  // fewer instructions executed; the narrow rows' time went to issuing them).
+  constexpr bool kFixed = kGroup > 0;
+  static_assert(!kFixed || (!kRms && !kCluster && !kSpan && kGroup <= 32), "fixed groups: narrow LayerNorm rows");
+  const int group = kFixed ? kGroup : threads_per_row;
+  const int width = kFixed ? kGroup * kPacks * kVec : cols;
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
@@ -161,57 +169,63 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   // Compile-time 1 without a cluster: the cluster code (and its registers)
   // drops out.
   const int cluster = kCluster ? cluster_size : 1;
-  const int lane = threadIdx.x & (threads_per_row - 1);
+  const int lane = threadIdx.x & (group - 1);
   const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
-  // threads_per_row is a power of two: a shift, not a division.
-  const int group_shift = __ffs(threads_per_row) - 1;
+  // group is a power of two: a shift, not a division.
+  const int group_shift = __ffs(group) - 1;
   const int64_t row =
       static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x >> group_shift) + (threadIdx.x >> group_shift);
   // Groups past the last row still take part in the reductions.
   const bool ok = row < rows;
-  RowSpan span{(ok ? row : 0) * (cols / kVec), 0, cols / kVec};
+  RowSpan span{(ok ? row : 0) * (width / kVec), 0, width / kVec};
   if constexpr (kSpan) {
-    span = row_span<kVec>(ok ? row : 0, cols);
+    span = row_span<kVec>(ok ? row : 0, width);
   }
   const int pack0 = rank * slice_packs;
   const int left = span.packs - pack0;
-  const int packs = left < slice_packs ? left : slice_packs;
-  const XPack* xr = reinterpret_cast<const XPack*>(x) + span.first + pack0;
+  const int packs = kFixed ? kGroup * kPacks : left < slice_packs ? left : slice_packs;
+  // Pointers of the row's slice, plus this thread's lane when the group is
+  // fixed: slot p is then an immediate offset (`at`; the other kernels keep the
+  // lane in the index, which ptxas allocates better for them).
+  const int lane_in_ptr = kFixed ? lane : 0;
+  auto at = [&](int p) { return lane - lane_in_ptr + p * group; };
+  const XPack* xr = reinterpret_cast<const XPack*>(x) + span.first + pack0 + lane_in_ptr;
   // Span packs: element e of slot p is column column0(p) + e; a row's first and
   // last packs are its edges, which hold elements of the neighbouring rows.
-  auto column0 = [&](int p) { return (pack0 + lane + p * threads_per_row) * kVec - span.shift; };
+  auto column0 = [&](int p) { return (pack0 + lane + p * group) * kVec - span.shift; };
   unsigned edges = 0; // bit p: slot p holds one of the row's edge packs
   if constexpr (kSpan) {
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
-      const bool in_row = lane + p * threads_per_row < packs;
-      edges |= in_row && (column0(p) < 0 || column0(p) + kVec > cols) ? 1u << p : 0u;
+      const bool in_row = lane + p * group < packs;
+      edges |= in_row && (column0(p) < 0 || column0(p) + kVec > width) ? 1u << p : 0u;
     }
   }
   auto edge = [&](int p) { return kSpan && ((edges >> p) & 1u) != 0; };
 
+  // RMSNorm rows of up to 4 packs a thread: the weight packs are loaded with x
+  // (registers to spare), so the output pass does not wait for a second round
+  // trip, the whole latency of a call of a few rows. (LayerNorm's weight and
+  // bias together would spill.)
+  constexpr bool kEarlyWeight = kRms && kLean && sizeof(W) == sizeof(T);
+  WPack w_early[kEarlyWeight ? kSlots : 1];
   XPack xp[kSlots];
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
-    const int j = lane + p * threads_per_row;
+    const int j = lane + p * group;
     if (ok && j < packs) {
-      xp[p] = load_stream(xr + j);
+      xp[p] = load_stream(xr + at(p));
     } else {
       xp[p].zero();
     }
   }
-  // RMSNorm rows of up to 4 packs a thread: the weight packs are loaded with x
-  // (registers to spare), so the output pass does not wait for a second round
-  // trip, the whole latency of a call of a few rows.
-  constexpr bool kEarlyWeight = kRms && kLean && sizeof(W) == sizeof(T);
-  WPack w_early[kEarlyWeight ? kSlots : 1];
   if constexpr (kEarlyWeight) {
-    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + span.shift * param_stride + pack0;
+    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + span.shift * param_stride + pack0 + lane_in_ptr;
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
-      const int j = lane + p * threads_per_row;
+      const int j = lane + p * group;
       if (weight != nullptr && ok && j < packs) {
-        w_early[p] = load_param(w0 + j);
+        w_early[p] = load_param(w0 + at(p));
       }
     }
   }
@@ -220,14 +234,19 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
     if (edge(p)) {
-      xp[p].keep(-column0(p), cols - column0(p));
+      xp[p].keep(-column0(p), width - column0(p));
     }
   }
+  // The passes below unpack the same words in three forms (RawPack::get), so
+  // that ptxas converts them again instead of keeping 8 packs of floats; a
+  // fixed group keeps its 4 packs as floats (one form).
+  constexpr int kForm1 = kFixed ? 0 : 1;
+  constexpr int kForm2 = kFixed ? 0 : 2;
   int reduce_calls = 0;
   if constexpr (kCluster) {
     row_reduce_init(scratch, cluster);
   }
-  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(width);
   acc_t mean = acc_t(0);
   if constexpr (!kRms) {
     acc_t sum[1] = {acc_t(0)};
@@ -238,20 +257,19 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         sum[0] += xp[p].get(e);
       }
     }
-    row_reduce(sum, threads_per_row, cluster, scratch, reduce_calls);
+    row_reduce(sum, group, cluster, scratch, reduce_calls);
     mean = sum[0] * inv_cols;
   }
-  // The three passes unpack the same words in three forms (RawPack::get).
   acc_t sq[1] = {acc_t(0)};
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
-    const bool in_row = lane + p * threads_per_row < packs;
+    const bool in_row = lane + p * group < packs;
     if (!kRms && edge(p)) {
       // Masked elements are zero: with a mean to subtract they must be left out.
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const bool in = e >= -column0(p) && e < cols - column0(p);
-        const acc_t d = in ? xp[p].template get<1>(e) - mean : acc_t(0);
+        const bool in = e >= -column0(p) && e < width - column0(p);
+        const acc_t d = in ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
         sq[0] += d * d;
       }
     } else if (kLean) {
@@ -259,19 +277,19 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       acc_t part = acc_t(0);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const acc_t d = xp[p].template get<1>(e) - mean;
+        const acc_t d = xp[p].template get<kForm1>(e) - mean;
         part += d * d;
       }
       sq[0] += in_row ? part : acc_t(0);
     } else {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const acc_t d = in_row ? xp[p].template get<1>(e) - mean : acc_t(0);
+        const acc_t d = in_row ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
         sq[0] += d * d;
       }
     }
   }
-  row_reduce(sq, threads_per_row, cluster, scratch, reduce_calls);
+  row_reduce(sq, group, cluster, scratch, reduce_calls);
   const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
   if (ok) {
     // The inference ops pass no statistics to write.
@@ -281,8 +299,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       }
       rstd_out[row] = rstd;
     }
-    XPack* yr = reinterpret_cast<XPack*>(y) + span.first + pack0;
-    const int param0 = span.shift * param_stride + pack0;
+    XPack* yr = reinterpret_cast<XPack*>(y) + span.first + pack0 + lane_in_ptr;
+    const int param0 = span.shift * param_stride + pack0 + lane_in_ptr;
     const WPack* wr = weight != nullptr ? reinterpret_cast<const WPack*>(weight) + param0 : nullptr;
     const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + param0 : nullptr;
     // 16-bit LayerNorm: (x - mean) * rstd as one FMA, x * rstd - mean * rstd
@@ -302,19 +320,19 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     // at compile time (a missing factor is 1 and a missing term -0, which
     // leave t unchanged).
     auto write = [&](auto has_weight, auto has_bias) {
-      auto fetch = [&](int p, int j, WPack& wp, WPack& bp) {
+      auto fetch = [&](int p, WPack& wp, WPack& bp) {
         if constexpr (kEarlyWeight) {
           wp = w_early[p];
         } else if (has_weight) {
-          wp = load_param(wr + j);
+          wp = load_param(wr + at(p));
         }
         if (has_bias) {
-          bp = load_param(br + j);
+          bp = load_param(br + at(p));
         }
       };
-      auto emit = [&](int p, int j, const WPack& wp, const WPack& bp) {
+      auto emit = [&](int p, const WPack& wp, const WPack& bp) {
         auto value = [&](int e) {
-          const acc_t xv = xp[p].template get<2>(e);
+          const acc_t xv = xp[p].template get<kForm2>(e);
           const acc_t t = kFold ? fma(xv, rstd, neg_mean_rstd) : (xv - mean) * rstd;
           const acc_t wv = has_weight ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
           const acc_t bv = has_bias ? static_cast<acc_t>(bp.get(e)) : -acc_t(0);
@@ -326,9 +344,9 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
           out.set2(e, value(e), value(e + 1));
         }
         if (edge(p)) {
-          store_span_edge(reinterpret_cast<T*>(yr + j), out, -column0(p), cols - column0(p));
+          store_span_edge(reinterpret_cast<T*>(yr + at(p)), out, -column0(p), width - column0(p));
         } else {
-          store_stream(yr + j, out);
+          store_stream(yr + at(p), out);
         }
       };
       if constexpr (kParamBatch == 1) {
@@ -336,12 +354,12 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         // batches of one slot changes ptxas' allocation: more spills).
 #pragma unroll
         for (int p = 0; p < kSlots; ++p) {
-          const int j = lane + p * threads_per_row;
+          const int j = lane + p * group;
           if (j < packs) {
             WPack wp;
             WPack bp;
-            fetch(p, j, wp, bp);
-            emit(p, j, wp, bp);
+            fetch(p, wp, bp);
+            emit(p, wp, bp);
           }
         }
       } else {
@@ -351,16 +369,16 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
           WPack bp[kParamBatch];
 #pragma unroll
           for (int b = 0; b < kParamBatch; ++b) {
-            const int j = lane + (p0 + b) * threads_per_row;
+            const int j = lane + (p0 + b) * group;
             if (p0 + b < kSlots && j < packs) {
-              fetch(p0 + b, j, wp[b], bp[b]);
+              fetch(p0 + b, wp[b], bp[b]);
             }
           }
 #pragma unroll
           for (int b = 0; b < kParamBatch; ++b) {
-            const int j = lane + (p0 + b) * threads_per_row;
+            const int j = lane + (p0 + b) * group;
             if (p0 + b < kSlots && j < packs) {
-              emit(p0 + b, j, wp[b], bp[b]);
+              emit(p0 + b, wp[b], bp[b]);
             }
           }
         }
@@ -517,11 +535,34 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
       TORCH_CHECK(
           cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
           "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
-      launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan>);
+      launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan, 0>);
       return;
     }
+    // LayerNorm rows of exactly kRowTargetPacks packs a thread on 8, 16 or 32
+    // threads (16-bit N = 256, 512, 1024; float N = 128, 256, 512), parameters
+    // of x's type (wider ones spill): the group is fixed at compile time.
+    // (RMSNorm's were no faster: ptxas then issued its early weight loads only
+    // once x had arrived.)
+    if constexpr (!kRms && !kSpan && sizeof(W) == sizeof(T)) {
+      if (cfg.packs_per_thread == kRowTargetPacks &&
+          static_cast<int64_t>(cfg.threads_per_row) * kRowTargetPacks == num_packs) {
+        switch (cfg.threads_per_row) {
+          case 8:
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, 8>);
+            return;
+          case 16:
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, 16>);
+            return;
+          case 32:
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, 32>);
+            return;
+          default:
+            break;
+        }
+      }
+    }
     packs_switch(cfg.packs_per_thread, [&](auto p) {
-      launch(norm_fwd_rows_kernel<T, W, kVec, decltype(p)::value, kRms, false, kSpan>);
+      launch(norm_fwd_rows_kernel<T, W, kVec, decltype(p)::value, kRms, false, kSpan, 0>);
     });
   });
   return true;
