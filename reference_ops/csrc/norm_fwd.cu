@@ -8,7 +8,9 @@
 //     row in registers (all of a thread's loads in flight at once), the exact
 //     two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the
 //     output from the same registers; rows wider than one CTA holds are split
-//     over a thread-block cluster (sm_90).
+//     over a thread-block cluster (sm_90). Rows that fill every slot of every
+//     thread take instantiations without bounds checks (kFull; kGroup for
+//     narrow rows: the group fixed at compile time).
 //   * norm_fwd_uncached_kernel: pointers that are not 16-byte aligned, and rows
 //     beyond the register kernel's largest cluster: read twice, with shifted
 //     sums (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // `shift` of `param_stride` packs), and the span's one or two packs beyond the
 // aligned width take one more slot (used by lanes 0 and 1 only), so a span row
 // is spread over threads like an aligned row of its width.
-template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster, bool kSpan, int kGroup>
+template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster, bool kSpan, bool kFull, int kGroup>
 __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
@@ -150,12 +152,16 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     int param_stride,
     at::opmath_type<T> eps) {
   using acc_t = at::opmath_type<T>;
-  // kGroup > 0: LayerNorm rows of exactly kGroup x kPacks packs, each on kGroup
-  // threads (a warp or less), fixed at compile time: immediate offsets, no
-  // masks, a constant 1 / N, a fixed butterfly and x kept as floats (a third
-  // fewer instructions executed; the narrow rows' time went to issuing them).
+  // kFull: aligned rows of exactly cluster x threads_per_row x kPacks packs,
+  // so every slot holds a pack of the row: no bounds per slot or element, the
+  // lane in the pointers (immediate offsets), weight / bias presence decided
+  // once. kGroup > 0 (narrow LayerNorm rows, on kGroup threads, a warp or
+  // less): the group is fixed at compile time too, hence N and 1 / N, the
+  // butterfly, and x is kept as floats. (A third fewer instructions executed
+  // at N = 512; on an H200 the issue slots, not DRAM, were the limit.)
   constexpr bool kFixed = kGroup > 0;
-  static_assert(!kFixed || (!kRms && !kCluster && !kSpan && kGroup <= 32), "fixed groups: narrow LayerNorm rows");
+  static_assert(!kFull || !kSpan, "full rows are aligned rows");
+  static_assert(!kFixed || (kFull && !kRms && !kCluster && kGroup <= 32), "fixed groups: narrow LayerNorm rows");
   const int group = kFixed ? kGroup : threads_per_row;
   const int width = kFixed ? kGroup * kPacks * kVec : cols;
   using XPack = RawPack<T, kVec>;
@@ -183,11 +189,11 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   }
   const int pack0 = rank * slice_packs;
   const int left = span.packs - pack0;
-  const int packs = kFixed ? kGroup * kPacks : left < slice_packs ? left : slice_packs;
-  // Pointers of the row's slice, plus this thread's lane when the group is
-  // fixed: slot p is then an immediate offset (`at`; the other kernels keep the
-  // lane in the index, which ptxas allocates better for them).
-  const int lane_in_ptr = kFixed ? lane : 0;
+  const int packs = kFull ? kPacks * group : left < slice_packs ? left : slice_packs;
+  // Pointers of the row's slice, plus this thread's lane in full rows: slot p
+  // is then a fixed offset (`at`; the other kernels keep the lane in the index,
+  // which ptxas allocates better for them).
+  const int lane_in_ptr = kFull ? lane : 0;
   auto at = [&](int p) { return lane - lane_in_ptr + p * group; };
   const XPack* xr = reinterpret_cast<const XPack*>(x) + span.first + pack0 + lane_in_ptr;
   // Span packs: element e of slot p is column column0(p) + e; a row's first and
@@ -213,7 +219,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
     const int j = lane + p * group;
-    if (ok && j < packs) {
+    if (ok && (kFull || j < packs)) {
       xp[p] = load_stream(xr + at(p));
     } else {
       xp[p].zero();
@@ -224,7 +230,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
       const int j = lane + p * group;
-      if (weight != nullptr && ok && j < packs) {
+      if (weight != nullptr && ok && (kFull || j < packs)) {
         w_early[p] = load_param(w0 + at(p));
       }
     }
@@ -263,7 +269,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   acc_t sq[1] = {acc_t(0)};
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
-    const bool in_row = lane + p * group < packs;
+    const bool in_row = kFull || lane + p * group < packs;
     if (!kRms && edge(p)) {
       // Masked elements are zero: with a mean to subtract they must be left out.
 #pragma unroll
@@ -305,7 +311,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + param0 : nullptr;
     // 16-bit LayerNorm: (x - mean) * rstd as one FMA, x * rstd - mean * rstd
     // (its rounding, 2^-24 * |mean| * rstd, is far under the output's).
-    constexpr bool kFold = kLean && sizeof(T) == 2 && !kRms;
+    constexpr bool kFold = (kLean || kFull) && sizeof(T) == 2 && !kRms;
     const acc_t neg_mean_rstd = -mean * rstd;
     // Rows of up to 4 packs a thread load the weight / bias packs of
     // kParamBatch slots before using any: one round trip to L2 per batch
@@ -355,7 +361,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
 #pragma unroll
         for (int p = 0; p < kSlots; ++p) {
           const int j = lane + p * group;
-          if (j < packs) {
+          if (kFull || j < packs) {
             WPack wp;
             WPack bp;
             fetch(p, wp, bp);
@@ -370,14 +376,14 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
 #pragma unroll
           for (int b = 0; b < kParamBatch; ++b) {
             const int j = lane + (p0 + b) * group;
-            if (p0 + b < kSlots && j < packs) {
+            if (p0 + b < kSlots && (kFull || j < packs)) {
               fetch(p0 + b, wp[b], bp[b]);
             }
           }
 #pragma unroll
           for (int b = 0; b < kParamBatch; ++b) {
             const int j = lane + (p0 + b) * group;
-            if (p0 + b < kSlots && j < packs) {
+            if (p0 + b < kSlots && (kFull || j < packs)) {
               emit(p0 + b, wp[b], bp[b]);
             }
           }
@@ -388,7 +394,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     using no = std::false_type;
     const bool has_weight = weight != nullptr;
     const bool has_bias = !kRms && bias != nullptr;
-    if (!kLean) {
+    if (!kLean && !kFull) {
       write(has_weight, has_bias);
     } else if (has_weight && has_bias) {
       write(yes{}, yes{});
@@ -528,6 +534,14 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
         kernel, c, clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
         c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), stride, a.eps);
   };
+  // Every slot of every thread holds a pack of the row (see kFull). Besides the
+  // fixed groups, the unbounded kernels serve bfloat16 LayerNorm rows of 8
+  // packs a thread, the issue-bound case (ncu, H200): float16 spills there
+  // (56 bytes), float32 rows (half the elements a byte) and RMSNorm gained
+  // nothing, and 4-pack rows ran slower.
+  constexpr bool kFullPacks8 = std::is_same_v<T, c10::BFloat16> && std::is_same_v<W, T>;
+  const bool full = sizeof(W) == sizeof(T) && !kSpan &&
+                    static_cast<int64_t>(cfg.threads_per_row) * cfg.packs_per_thread * c.cluster == num_packs;
   BOOL_SWITCH(a.rms, kRms, [&] {
     if (c.cluster > 1) {
       // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs:
@@ -535,7 +549,13 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
       TORCH_CHECK(
           cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
           "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
-      launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan, 0>);
+      if constexpr (!kSpan && !kRms && kFullPacks8) {
+        if (full) {
+          launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, false, true, 0>);
+          return;
+        }
+      }
+      launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan, false, 0>);
       return;
     }
     // LayerNorm rows of exactly kRowTargetPacks packs a thread on 8, 16 or 32
@@ -544,17 +564,16 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
     // (RMSNorm's were no faster: ptxas then issued its early weight loads only
     // once x had arrived.)
     if constexpr (!kRms && !kSpan && sizeof(W) == sizeof(T)) {
-      if (cfg.packs_per_thread == kRowTargetPacks &&
-          static_cast<int64_t>(cfg.threads_per_row) * kRowTargetPacks == num_packs) {
+      if (full && cfg.packs_per_thread == kRowTargetPacks) {
         switch (cfg.threads_per_row) {
           case 8:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, 8>);
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, true, 8>);
             return;
           case 16:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, 16>);
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, true, 16>);
             return;
           case 32:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, 32>);
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, true, 32>);
             return;
           default:
             break;
@@ -562,7 +581,14 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
       }
     }
     packs_switch(cfg.packs_per_thread, [&](auto p) {
-      launch(norm_fwd_rows_kernel<T, W, kVec, decltype(p)::value, kRms, false, kSpan, 0>);
+      constexpr int kPacks = decltype(p)::value;
+      if constexpr (!kSpan && !kRms && kFullPacks8 && kPacks == kRowMaxPacks) {
+        if (full) {
+          launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0>);
+          return;
+        }
+      }
+      launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, kSpan, false, 0>);
     });
   });
   return true;

@@ -192,11 +192,12 @@ def test_wide_and_tall_shapes(op, shape, dtype, device):
 
 
 # Every parameter mode on wide rows, where the forward's layout depends on the parameters: N = 16384
-# is one CTA per row (4 packs a thread); at N = 65536 LayerNorm with weight and bias splits each row
-# over a cluster of small slices while the other modes keep one CTA per row (16-bit) or a cluster
-# of larger slices (fp32). More rows than one wave of CTAs on the GPU.
+# is one CTA per row (4 packs a thread); N = 32768 one CTA of 8 packs a thread (16-bit: every slot
+# in the row, the unbounded kernel for bfloat16 LayerNorm); at N = 65536 LayerNorm with weight and
+# bias splits each row over a cluster of small slices while the other modes keep one CTA per row
+# (16-bit) or a cluster of larger slices (fp32). More rows than one wave of CTAs on the GPU.
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("shape", [(300, 16384), (140, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("shape", [(300, 16384), (140, 32768), (140, 65536)], ids=lambda s: f"{s[0]}x{s[1]}")
 @pytest.mark.parametrize(
     "op, mode, dtype",
     [
