@@ -51,8 +51,10 @@ struct alignas(sizeof(T) * kN) RawPack {
   static constexpr int kSize = kN;
   uint32_t w[sizeof(T) * kN / 4];
 
-  // kForm picks one of three equivalent bfloat16 unpackings (shift / mask,
-  // and two byte permutes): ptxas does not see that they are equal, so a
+  // kForm picks one of three equivalent unpackings of a 16-bit element
+  // (bfloat16: shift / mask and two byte permutes; float16: the half taken by
+  // shift / mask, by a byte permute, or as a __half2 lane): ptxas does not see
+  // that they are equal, so a
   // kernel that converts the same words in several passes separated by
   // barriers recomputes them (one instruction each) instead of keeping every
   // converted float alive across the barrier, which spills at 8 packs.
@@ -70,7 +72,19 @@ struct alignas(sizeof(T) * kN) RawPack {
       }
     } else if constexpr (std::is_same_v<T, c10::Half>) {
       const uint32_t word = w[e >> 1];
-      return __half2float(__ushort_as_half(static_cast<unsigned short>((e & 1) ? (word >> 16) : (word & 0xffffu))));
+      const bool hi = (e & 1) != 0;
+      if constexpr (kForm == 1) {
+        // The element's half copied to both halves of a word, then the low half.
+        const uint32_t both = __byte_perm(word, 0u, hi ? 0x3232u : 0x1010u);
+        return __low2float(*reinterpret_cast<const __half2*>(&both));
+      } else if constexpr (kForm == 2) {
+        __half2 pair;
+        memcpy(&pair, &word, 4);
+        const float2 f = __half22float2(pair);
+        return hi ? f.y : f.x;
+      } else {
+        return __half2float(__ushort_as_half(static_cast<unsigned short>(hi ? (word >> 16) : (word & 0xffffu))));
+      }
     } else if constexpr (std::is_same_v<T, float>) {
       return __uint_as_float(w[e]);
     } else {

@@ -155,13 +155,13 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   // kFull: aligned rows of exactly cluster x threads_per_row x kPacks packs,
   // so every slot holds a pack of the row: no bounds per slot or element, the
   // lane in the pointers (immediate offsets), weight / bias presence decided
-  // once. kGroup > 0 (narrow LayerNorm rows, on kGroup threads, a warp or
-  // less): the group is fixed at compile time too, hence N and 1 / N, the
+  // once. kGroup > 0 (narrow rows, on kGroup threads, a warp or less): the
+  // group is fixed at compile time too, hence N and 1 / N, the
   // butterfly, and x is kept as floats. (A third fewer instructions executed
   // at N = 512; on an H200 the issue slots, not DRAM, were the limit.)
   constexpr bool kFixed = kGroup > 0;
   static_assert(!kFull || !kSpan, "full rows are aligned rows");
-  static_assert(!kFixed || (kFull && !kRms && !kCluster && kGroup <= 32), "fixed groups: narrow LayerNorm rows");
+  static_assert(!kFixed || (kFull && !kCluster && kGroup <= 32), "fixed groups: narrow rows");
   const int group = kFixed ? kGroup : threads_per_row;
   const int width = kFixed ? kGroup * kPacks * kVec : cols;
   using XPack = RawPack<T, kVec>;
@@ -215,6 +215,21 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   // bias together would spill.)
   constexpr bool kEarlyWeight = kRms && kLean && sizeof(W) == sizeof(T);
   WPack w_early[kEarlyWeight ? kSlots : 1];
+  auto load_early_weight = [&] {
+    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + span.shift * param_stride + pack0 + lane_in_ptr;
+#pragma unroll
+    for (int p = 0; p < kSlots; ++p) {
+      const int j = lane + p * group;
+      if (weight != nullptr && ok && (kFull || j < packs)) {
+        w_early[p] = load_param(w0 + at(p));
+      }
+    }
+  };
+  // Fixed groups issue the weight loads first (after x, ptxas scheduled them
+  // once x had arrived: a round trip later).
+  if constexpr (kEarlyWeight && kFixed) {
+    load_early_weight();
+  }
   XPack xp[kSlots];
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
@@ -225,15 +240,8 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
       xp[p].zero();
     }
   }
-  if constexpr (kEarlyWeight) {
-    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + span.shift * param_stride + pack0 + lane_in_ptr;
-#pragma unroll
-    for (int p = 0; p < kSlots; ++p) {
-      const int j = lane + p * group;
-      if (weight != nullptr && ok && (kFull || j < packs)) {
-        w_early[p] = load_param(w0 + at(p));
-      }
-    }
+  if constexpr (kEarlyWeight && !kFixed) {
+    load_early_weight();
   }
   // Edge packs are masked once every load is in flight (a mask between two
   // loads would hold the later ones back until the first arrived).
@@ -245,9 +253,11 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   }
   // The passes below unpack the same words in three forms (RawPack::get), so
   // that ptxas converts them again instead of keeping 8 packs of floats; a
-  // fixed group keeps its 4 packs as floats (one form).
-  constexpr int kForm1 = kFixed ? 0 : 1;
-  constexpr int kForm2 = kFixed ? 0 : 2;
+  // fixed group keeps its 4 packs as floats (one form), and so do the bounded
+  // float16 kernels (three forms there add instructions and remove no spill).
+  constexpr bool kOneForm = kFixed || (std::is_same_v<T, c10::Half> && !kFull);
+  constexpr int kForm1 = kOneForm ? 0 : 1;
+  constexpr int kForm2 = kOneForm ? 0 : 2;
   int reduce_calls = 0;
   if constexpr (kCluster) {
     row_reduce_init(scratch, cluster);
@@ -535,11 +545,10 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
         c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), stride, a.eps);
   };
   // Every slot of every thread holds a pack of the row (see kFull). Besides the
-  // fixed groups, the unbounded kernels serve bfloat16 LayerNorm rows of 8
-  // packs a thread, the issue-bound case (ncu, H200): float16 spills there
-  // (56 bytes), float32 rows (half the elements a byte) and RMSNorm gained
-  // nothing, and 4-pack rows ran slower.
-  constexpr bool kFullPacks8 = std::is_same_v<T, c10::BFloat16> && std::is_same_v<W, T>;
+  // fixed groups, the unbounded kernels serve 16-bit LayerNorm rows of 8 packs
+  // a thread, the issue-bound case (ncu, H200): float32 rows (half the
+  // elements a byte) and RMSNorm gained nothing, and 4-pack rows ran slower.
+  constexpr bool kFullPacks8 = sizeof(T) == 2 && std::is_same_v<W, T>;
   const bool full = sizeof(W) == sizeof(T) && !kSpan &&
                     static_cast<int64_t>(cfg.threads_per_row) * cfg.packs_per_thread * c.cluster == num_packs;
   BOOL_SWITCH(a.rms, kRms, [&] {
@@ -558,22 +567,20 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
       launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan, false, 0>);
       return;
     }
-    // LayerNorm rows of exactly kRowTargetPacks packs a thread on 8, 16 or 32
-    // threads (16-bit N = 256, 512, 1024; float N = 128, 256, 512), parameters
-    // of x's type (wider ones spill): the group is fixed at compile time.
-    // (RMSNorm's were no faster: ptxas then issued its early weight loads only
-    // once x had arrived.)
-    if constexpr (!kRms && !kSpan && sizeof(W) == sizeof(T)) {
+    // Rows of exactly kRowTargetPacks packs a thread on 8, 16 or 32 threads
+    // (16-bit N = 256, 512, 1024; float N = 128, 256, 512), parameters of x's
+    // type (wider ones spill): the group is fixed at compile time.
+    if constexpr (!kSpan && sizeof(W) == sizeof(T)) {
       if (full && cfg.packs_per_thread == kRowTargetPacks) {
         switch (cfg.threads_per_row) {
           case 8:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, true, 8>);
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, kRms, false, false, true, 8>);
             return;
           case 16:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, true, 16>);
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, kRms, false, false, true, 16>);
             return;
           case 32:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, false, false, false, true, 32>);
+            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, kRms, false, false, true, 32>);
             return;
           default:
             break;

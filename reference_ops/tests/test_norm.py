@@ -138,14 +138,21 @@ def test_layer_norm_matches_functional(mode, dtype, M, N, device):
     check_against_reference("layer_norm", mode, M, N, dtype, device)
 
 
-# LayerNorm rows whose thread group the CUDA forward fixes at compile time (4 packs of 16 bytes a
-# thread on 8, 16 or 32 threads: N = 256 / 512 / 1024 for 16-bit types, 128 / 256 / 512 for
+# Narrow rows, which the CUDA forward spreads over a thread group of fixed width (4 packs of 16
+# bytes a thread on 8, 16 or 32 threads: N = 256 / 512 / 1024 for 16-bit types, 128 / 256 / 512 for
 # float32, 64 / 128 / 256 for float64); 199 rows leave groups of the last CTA past the end.
 @requires_cuda
 @pytest.mark.parametrize("N", [64, 128, 256, 512, 1024])
 @pytest.mark.parametrize("mode, dtype", mode_dtype_pairs(LAYER_MODES))
 def test_layer_norm_fixed_groups(mode, dtype, N):
     check_against_reference("layer_norm", mode, 199, N, dtype, "cuda")
+
+
+@requires_cuda
+@pytest.mark.parametrize("N", [64, 128, 256, 512, 1024])
+@pytest.mark.parametrize("mode, dtype", mode_dtype_pairs(RMS_MODES))
+def test_rms_norm_fixed_groups(mode, dtype, N):
+    check_against_reference("rms_norm", mode, 199, N, dtype, "cuda")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -193,7 +200,7 @@ def test_wide_and_tall_shapes(op, shape, dtype, device):
 
 # Every parameter mode on wide rows, where the forward's layout depends on the parameters: N = 16384
 # is one CTA per row (4 packs a thread); N = 32768 one CTA of 8 packs a thread (16-bit: every slot
-# in the row, the unbounded kernel for bfloat16 LayerNorm); at N = 65536 LayerNorm with weight and
+# in the row, the unbounded kernel for 16-bit LayerNorm); at N = 65536 LayerNorm with weight and
 # bias splits each row over a cluster of small slices while the other modes keep one CTA per row
 # (16-bit) or a cluster of larger slices (fp32). More rows than one wave of CTAs on the GPU.
 @pytest.mark.parametrize("device", DEVICES)
