@@ -54,10 +54,10 @@ struct alignas(sizeof(T) * kN) RawPack {
   // kForm picks one of three equivalent unpackings of a 16-bit element
   // (bfloat16: shift / mask and two byte permutes; float16: the half taken by
   // shift / mask, by a byte permute, or as a __half2 lane): ptxas does not see
-  // that they are equal, so a
-  // kernel that converts the same words in several passes separated by
-  // barriers recomputes them (one instruction each) instead of keeping every
-  // converted float alive across the barrier, which spills at 8 packs.
+  // that they are equal, so a kernel that converts the same words in several
+  // passes separated by barriers recomputes them (one instruction each)
+  // instead of keeping every converted float alive across the barrier, which
+  // spills at 8 packs.
   template <int kForm = 0>
   __device__ __forceinline__ acc_t get(int e) const {
     if constexpr (std::is_same_v<T, c10::BFloat16>) {
