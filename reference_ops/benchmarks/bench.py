@@ -4,7 +4,11 @@
 
 Method:
   * copy bandwidth measured in the same run: dst.copy_(src) on 1 GiB, counting read + write;
-  * each timed call is captured in a CUDA graph, replays timed with CUDA events, median;
+  * each timed call is captured in a CUDA graph, replays timed with CUDA events, median; the
+    replays are queued back to back behind an untimed one, so the GPU is busy when each start
+    event is reached and the host's launch of a graph (6-11 us on an H100, found idle on the GPU
+    between the start event and the kernel when every replay waited for the one before) is not
+    timed: the events time the GPU's work;
     the replays run in rounds interleaved across ours / eager / compile (a transient slowdown
     of the GPU falls on all three);
   * forward bytes 2*M*N*s (read x, write y); backward bytes 3*M*N*s (read x, dy; write dx);
@@ -77,15 +81,20 @@ class GraphTimer:
 
     def sample(self, replays: int) -> list[float]:
         """Milliseconds per fn() call, one value per replay."""
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(replays):
-            start.record()
-            self.graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / self.calls)
-        return times
+        return _timed_back_to_back(self.graph.replay, replays, self.calls)
+
+
+def _timed_back_to_back(launch, replays: int, calls: int = 1) -> list[float]:
+    """Milliseconds per call of each of `replays` launches queued back to back behind an untimed
+    one: the GPU never waits for the host, so each pair of events brackets the GPU's work alone."""
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    launch()
+    for start, end in events:
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) / calls for start, end in events]
 
 
 def median_ms(fn, calls_per_graph: int, replays: int) -> float:
@@ -94,18 +103,10 @@ def median_ms(fn, calls_per_graph: int, replays: int) -> float:
 
 
 def eager_median_ms(fn, replays: int) -> float:
-    """Median time of one fn() call launched eagerly, each timed with CUDA events."""
+    """Median time of one fn() call launched eagerly, timed with CUDA events, back to back."""
     for _ in range(3):
         fn()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(_timed_back_to_back(fn, replays))
 
 
 def copy_bandwidth_gbps() -> float:
@@ -127,8 +128,8 @@ _SAME_BYTES_COPY: dict[int, float] = {}
 
 def same_bytes_copy_pct(nbytes: int, copy_gbps: float, replays: int) -> float:
     """dst.copy_(src) of `nbytes` (one forward call's read + write), timed like the ops, as a % of
-    the 1 GiB copy bandwidth: the ceiling a call of that size reaches under this method (graph
-    launch and ramp-up are a larger share of a shorter call)."""
+    the 1 GiB copy bandwidth: the ceiling a call of that size reaches under this method (ramp-up
+    and tail are a larger share of a shorter call)."""
     cache = _SAME_BYTES_COPY
     if nbytes not in cache:
         src = torch.empty(nbytes, dtype=torch.uint8, device="cuda").random_()
