@@ -124,8 +124,8 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // Register forward (16-byte packs): a plain grid of CTAs, one row per row
 // group; each thread issues all of its kPacks loads at once and keeps the packs
 // (as raw words of T) in registers for the exact two-pass statistics
-// (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; weight and bias
-// come through the read-only cache. Several CTAs per SM overlap one row's
+// (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; x, weight and
+// bias come through the read-only cache. Several CTAs per SM overlap one row's
 // reductions with the others' memory traffic. Rows wider than one CTA holds
 // are split over a thread-block cluster (sm_90): CTA `rank` takes the slice of
 // `slice_packs` packs starting at rank * slice_packs, and the sums meet through
