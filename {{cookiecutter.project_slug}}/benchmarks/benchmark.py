@@ -1,7 +1,8 @@
 """Times {{cookiecutter.op_name}} against the same math in eager PyTorch and under torch.compile.
 
-Each call is captured in a CUDA graph and its replays are timed with CUDA events (median), so the
-figures are GPU time, not Python overhead. Both ops are memory-bound, so the figures are reported
+Each call is captured in a CUDA graph and its replays are timed with CUDA events (median). The
+replays are queued back to back, so the GPU never waits for the host to launch the next one: the
+figures are GPU time, not Python or launch overhead. Both ops are memory-bound, so the figures are reported
 as GB/s over the fewest bytes each direction must move (forward: read x, write y; backward: read
 the output gradient and the saved tensor, write the input gradient) and as a percentage of the
 device-to-device copy bandwidth measured in the same run.
@@ -40,30 +41,28 @@ def time_ms(fn: Callable[[], object], replays: int) -> float:
     with torch.cuda.graph(graph):
         fn()
     graph.replay()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return back_to_back_ms(graph.replay, replays)
 
 
 def eager_time_ms(fn: Callable[[], object], replays: int) -> float:
     """Median GPU time of one eagerly launched call of fn, timed with CUDA events."""
     for _ in range(3):
         fn()
-    times = []
-    for _ in range(replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    return back_to_back_ms(fn, replays)
+
+
+def back_to_back_ms(launch: Callable[[], object], replays: int) -> float:
+    """Median of `replays` launches, each between two CUDA events, all queued behind an untimed
+    one before waiting: the GPU is busy when each start event is reached, so the host's launch
+    latency (several microseconds a graph) is not timed."""
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    launch()
+    for start, end in events:
         start.record()
-        fn()
+        launch()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
 def copy_bandwidth(replays: int) -> float:
@@ -110,6 +109,11 @@ def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("benchmark.py needs a CUDA GPU")
 
+    # One compiled graph per dtype, shape and grad mode: past the default limit (8) torch.compile
+    # would quietly run the eager function and the "compile" rows would time eager PyTorch.
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 10_000)
     copy_gbs = copy_bandwidth(args.replays)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, copy bandwidth {copy_gbs:.0f} GB/s")
     implementations = {
