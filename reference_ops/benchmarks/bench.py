@@ -6,7 +6,7 @@ Method:
   * copy bandwidth measured in the same run: dst.copy_(src) on 1 GiB, counting read + write;
   * each timed call is captured in a CUDA graph, replays timed with CUDA events, median; the
     replays are queued back to back behind an untimed one, so the GPU is busy when each start
-    event is reached and the host's launch of a graph (6-11 us on an H100, found idle on the GPU
+    event is reached and the host's launch of a graph (5-11 us on an H100, found idle on the GPU
     between the start event and the kernel when every replay waited for the one before) is not
     timed: the events time the GPU's work;
     the replays run in rounds interleaved across ours / eager / compile (a transient slowdown
