@@ -721,8 +721,8 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
       gp[p].zero();
       if (ok && j < num_packs) {
         // Plain loads: the dweight / dbias blocks read these packs again.
-        xp[p] = load_param(xs + row * num_packs + j);
-        gp[p] = load_param(gs + row * num_packs + j);
+        xp[p] = load_row(xs + row * num_packs + j);
+        gp[p] = load_row(gs + row * num_packs + j);
       }
       if (weight != nullptr && j < num_packs) {
         wp[p] = load_param(reinterpret_cast<const WPack*>(weight) + j);
@@ -787,8 +787,8 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
   if (j < num_packs) {
 #pragma unroll 4
     for (int64_t row = threadIdx.x / kFewColPacks; row < rows; row += row_lanes) {
-      const XPack xp = load_param(xs + row * num_packs + j);
-      const XPack gp = load_param(gs + row * num_packs + j);
+      const XPack xp = load_row(xs + row * num_packs + j);
+      const XPack gp = load_row(gs + row * num_packs + j);
       const acc_t m = mean != nullptr ? mean[row] : acc_t(0);
       const acc_t r = rstd[row];
 #pragma unroll

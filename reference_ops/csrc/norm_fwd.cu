@@ -125,7 +125,8 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // group; each thread issues all of its kPacks loads at once and keeps the packs
 // (as raw words of T) in registers for the exact two-pass statistics
 // (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; x, weight and
-// bias come through the read-only cache. Several CTAs per SM overlap one row's
+// bias come through the read-only cache, weight and bias evict-last in L2
+// (load_param). Several CTAs per SM overlap one row's
 // reductions with the others' memory traffic. Rows wider than one CTA holds
 // are split over a thread-block cluster (sm_90): CTA `rank` takes the slice of
 // `slice_packs` packs starting at rank * slice_packs, and the sums meet through
@@ -237,7 +238,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     if (ok && (kFull || j < packs)) {
       // Read once, yet not evict-first (ld.global.cs ran 0-1.6 % slower in
       // the bench's back-to-back calls on an H100, most at N = 65536).
-      xp[p] = load_param(xr + at(p));
+      xp[p] = load_row(xr + at(p));
     } else {
       xp[p].zero();
     }
