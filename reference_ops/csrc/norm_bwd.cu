@@ -80,7 +80,8 @@ constexpr int64_t kFewRowsMaxBytes = 4 << 20;
 constexpr int kWideStatsThreads = 1024;
 constexpr int kColumnsThreads = 256;
 
-// Tile of column_sum_kernel: 32 columns x 16 partial-row slices.
+// Tile of column_sum_kernel: 32 threads (of 1 or 16 / sizeof(acc) columns
+// each) x 16 partial-row slices.
 constexpr int kSumCols = 32;
 constexpr int kSumSlices = 16;
 
@@ -375,8 +376,10 @@ __global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
 // whose row sums meet through distributed shared memory; clusters also cut the
 // number of partial rows when there are few rows per SM. At the end the row
 // groups of a CTA are added in a fixed order and written as the CTA's partial
-// row (or as dweight / dbias themselves when the grid is one cluster).
-template <typename T, typename W, int kPacks, bool kSpan>
+// row (or as dweight / dbias themselves when the grid is one cluster). kRms:
+// no mean and no dbias, known at compile time (the sum of g, x - mean and the
+// dbias accumulators drop out).
+template <typename T, typename W, int kPacks, bool kSpan, bool kRms>
 __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     const T* __restrict__ dy,
     const T* __restrict__ x,
@@ -403,7 +406,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
-  __shared__ ReduceScratch<acc_t, 2, kMaxClusterSize * kBwdThreads / 32> scratch;
+  // Row sums: sum(g) (LayerNorm) and sum(g * (x - mean)).
+  constexpr int kSums = kRms ? 1 : 2;
+  __shared__ ReduceScratch<acc_t, kSums, kMaxClusterSize * kBwdThreads / 32> scratch;
   const int groups = blockDim.x / threads_per_row;
   const int group = threadIdx.x / threads_per_row;
   const int lane = threadIdx.x & (threads_per_row - 1);
@@ -436,16 +441,17 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   const int segment = threadIdx.x / segment_threads;
 
   // Shared memory: the weight slice (kSpan: one per row group, shifted to its
-  // columns, zero outside the row, ones without weight); kSpan: the extra
+  // columns, zero outside the row), ones without weight; kSpan: the extra
   // slot's accumulators, [groups][lanes 0, 1][dweight, dbias][kVec];
   // [stages][segments][2] statistics; [stages][groups][2][slice_packs] staged x
-  // and dy.
-  const bool has_w = kSpan || weight != nullptr;
+  // and dy. (Ones rather than a run-time "no weight" branch: ptxas duplicated
+  // both passes for it, and the dweight product and its sum fell on either
+  // side of the join, an FMUL and an FADD instead of one FFMA.)
   unsigned char* const smem = dynamic_smem();
   WPack* w_s = reinterpret_cast<WPack*>(smem);
   // kSpan: a weight copy per row group, or per shift when there are more groups than shifts.
   const int copies = kSpan ? min(groups, kVec) : 1;
-  acc_t* extra = reinterpret_cast<acc_t*>(w_s + (has_w ? copies * slice_packs : 0));
+  acc_t* extra = reinterpret_cast<acc_t*>(w_s + copies * slice_packs);
   acc_t* stats = extra + (kSpan ? groups * 4 * kVec : 0);
   // Aligned as an offset from the (aligned) base: rounding the address as an
   // integer would hide that it is shared memory, and every staged read would
@@ -469,7 +475,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     }
     if (threadIdx.x % segment_threads == 0) {
       acc_t* st = row_stats(k);
-      if (mean != nullptr) {
+      if (!kRms) {
         cp_async_small<sizeof(acc_t)>(st, mean + (ok ? row : 0), ok);
       }
       cp_async_small<sizeof(acc_t)>(st + 1, rstd + (ok ? row : 0), ok);
@@ -513,19 +519,30 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       }
     }
   } else {
-    for (int j = threadIdx.x; weight != nullptr && j < packs; j += blockDim.x) {
-      w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
+    for (int j = threadIdx.x; j < packs; j += blockDim.x) {
+      if (weight != nullptr) {
+        w_s[j] = load_param(reinterpret_cast<const WPack*>(weight) + pack0 + j);
+      } else {
+        WPack ones;
+#pragma unroll
+        for (int e = 0; e < kVec; e += 2) {
+          ones.set2(e, acc_t(1), acc_t(1));
+        }
+        w_s[j] = ones;
+      }
     }
   }
   row_reduce_init(scratch, cluster);
   __syncthreads();
 
   acc_t dw_acc[kElems];
-  acc_t db_acc[kElems];
+  acc_t db_acc[kRms ? 1 : kElems];
 #pragma unroll
   for (int e = 0; e < kElems; ++e) {
     dw_acc[e] = acc_t(0);
-    db_acc[e] = acc_t(0);
+    if constexpr (!kRms) {
+      db_acc[e] = acc_t(0);
+    }
   }
   // Accumulator `which` (0: dweight, 1: dbias) of element e of slot p.
   auto acc = [&](int which, int p, int e) -> acc_t& {
@@ -533,9 +550,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       return extra[(lane * 2 + which) * kVec + e];
     }
     const int i = std::min(p, kPacks - 1) * kVec + e;
-    return which == 0 ? dw_acc[i] : db_acc[i];
+    if constexpr (kRms) {
+      return dw_acc[i];
+    } else {
+      return which == 0 ? dw_acc[i] : db_acc[i];
+    }
   };
-  auto weight_at = [&](int e, const WPack& wp) { return has_w ? static_cast<acc_t>(wp.get(e)) : acc_t(1); };
+  auto weight_at = [&](int e, const WPack& wp) { return static_cast<acc_t>(wp.get(e)); };
   // x and dy of pack j (span edge packs: the neighbouring rows' elements zeroed).
   auto read_packs = [&](const XPack* xs, int j, XPack& xp, XPack& gp) {
     xp = xs[j];
@@ -559,10 +580,15 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     __syncwarp(); // the statistics were copied by the segment's first thread
     const XPack* xs = staged(k);
     const acc_t* st = row_stats(k);
-    const acc_t m = mean != nullptr ? st[0] : acc_t(0);
+    const acc_t m = kRms ? acc_t(0) : st[0];
     const acc_t r = st[1];
 
-    acc_t sums[2] = {acc_t(0), acc_t(0)};
+    // (sum(g * (x - mean)) is times rstd once the row is added up.)
+    acc_t sums[kSums];
+#pragma unroll
+    for (int i = 0; i < kSums; ++i) {
+      sums[i] = acc_t(0);
+    }
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
       const int j = lane + p * threads_per_row;
@@ -570,22 +596,22 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
         XPack xp;
         XPack gp;
         read_packs(xs, j, xp, gp);
-        WPack wp;
-        if (has_w) {
-          wp = w_s[j];
-        }
+        const WPack wp = w_s[j];
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          // sum(g * (x - mean)), times rstd once the row is added up.
           const acc_t g = gp.get(e) * weight_at(e, wp);
-          sums[0] += g;
-          sums[1] += g * (xp.get(e) - m);
+          if constexpr (kRms) {
+            sums[0] += g * xp.get(e);
+          } else {
+            sums[0] += g;
+            sums[1] += g * (xp.get(e) - m);
+          }
         }
       }
     }
     row_reduce(sums, threads_per_row, cluster, scratch, reduce_calls);
-    const acc_t mean_g = mean != nullptr ? sums[0] * inv_cols : acc_t(0);
-    const acc_t mean_gx = sums[1] * r * inv_cols;
+    const acc_t mean_g = kRms ? acc_t(0) : sums[0] * inv_cols;
+    const acc_t mean_gx = sums[kSums - 1] * r * inv_cols;
     // 16-bit: xhat as one FMA, x * r - m * r (rounding far under dx's).
     const acc_t neg_mr = -m * r;
 
@@ -599,10 +625,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
           XPack xp;
           XPack gp;
           read_packs(xs, j, xp, gp);
-          WPack wp;
-          if (has_w) {
-            wp = w_s[j];
-          }
+          const WPack wp = w_s[j];
           XPack out;
 #pragma unroll
           for (int e = 0; e < kVec; e += 2) {
@@ -610,11 +633,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
               const acc_t xv = xp.get(e + i);
-              const acc_t xhat = sizeof(T) == 2 ? fma(xv, r, neg_mr) : (xv - m) * r;
+              const acc_t xhat = kRms ? xv * r : sizeof(T) == 2 ? fma(xv, r, neg_mr) : (xv - m) * r;
               const acc_t d = gp.get(e + i);
               v[i] = r * (d * weight_at(e + i, wp) - mean_g - xhat * mean_gx);
               acc(0, p, e + i) += d * xhat;
-              acc(1, p, e + i) += d;
+              if constexpr (!kRms) {
+                acc(1, p, e + i) += d;
+              }
             }
             out.set2(e, v[0], v[1]);
           }
@@ -636,7 +661,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
 #pragma unroll
-  for (int which = 0; which < 2; ++which) {
+  for (int which = 0; which < (kRms ? 1 : 2); ++which) {
     if (parts[which] == nullptr && finals[which] == nullptr) {
       continue;
     }
@@ -833,8 +858,11 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
 
 // out[c] = sum over p of part[p][c], in a fixed order (slices, then the tile).
 // blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch
-// for both.
-template <typename acc_t, typename W>
+// for both. Each thread reads kV adjacent columns with one load (16 bytes when
+// N allows: a quarter of the load instructions, four times the bytes in
+// flight); the per-column order, hence every bit of the sum, does not depend
+// on kV.
+template <typename acc_t, typename W, int kV>
 __global__ void column_sum_kernel(
     const acc_t* __restrict__ part0,
     W* __restrict__ out0,
@@ -842,26 +870,42 @@ __global__ void column_sum_kernel(
     W* __restrict__ out1,
     int64_t parts,
     int64_t cols) {
-  __shared__ acc_t tile[kSumSlices][kSumCols + 1];
+  constexpr int kTileCols = kSumCols * kV;
+  __shared__ acc_t tile[kSumSlices][kTileCols + 1];
   const acc_t* __restrict__ part = blockIdx.y == 0 ? part0 : part1;
   W* __restrict__ out = blockIdx.y == 0 ? out0 : out1;
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kSumCols + threadIdx.x;
-  acc_t v = acc_t(0);
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTileCols;
+  const int64_t c = c0 + static_cast<int64_t>(threadIdx.x) * kV;
+  Pack<acc_t, kV> v;
+#pragma unroll
+  for (int i = 0; i < kV; ++i) {
+    v.v[i] = acc_t(0);
+  }
+  // cols is a multiple of kV: a pack is in the row or wholly past it.
   if (c < cols) {
 #pragma unroll 8
     for (int64_t p = threadIdx.y; p < parts; p += kSumSlices) {
-      v += part[p * cols + c];
+      const Pack<acc_t, kV> q = load_pack<acc_t, kV>(part + p * cols + c, 0);
+#pragma unroll
+      for (int i = 0; i < kV; ++i) {
+        v.v[i] += q.v[i];
+      }
     }
   }
-  tile[threadIdx.y][threadIdx.x] = v;
+#pragma unroll
+  for (int i = 0; i < kV; ++i) {
+    tile[threadIdx.y][threadIdx.x * kV + i] = v.v[i];
+  }
   __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
+  // The tile's columns, one per thread, over the first kV rows of threads.
+  const int t = threadIdx.y * kSumCols + threadIdx.x;
+  if (t < kTileCols && c0 + t < cols) {
     acc_t s = acc_t(0);
 #pragma unroll
     for (int i = 0; i < kSumSlices; ++i) {
-      s += tile[i][threadIdx.x];
+      s += tile[i][t];
     }
-    out[c] = static_cast<W>(s);
+    out[c0 + t] = static_cast<W>(s);
   }
 }
 
@@ -894,8 +938,20 @@ void launch_column_sums(const BwdArgs<T, W>& a, const at::Tensor& dw_part, const
   const acc_t* part1 = both ? db_part.const_data_ptr<acc_t>() : nullptr;
   W* out1 = both ? a.dbias : nullptr;
   const dim3 block(kSumCols, kSumSlices);
-  const dim3 grid(static_cast<unsigned>((a.cols + kSumCols - 1) / kSumCols), both ? 2 : 1);
-  column_sum_kernel<acc_t, W><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, a.cols);
+  auto launch = [&](auto kernel, int64_t tile_cols) {
+    const dim3 grid(static_cast<unsigned>(ceil_div(a.cols, tile_cols)), both ? 2 : 1);
+    kernel<<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, a.cols);
+  };
+  // 16-byte loads when every partial row starts 16-byte aligned and the wider
+  // tiles still give every SM a block (H100, bf16 LayerNorm: 2048x32768 -3 %
+  // backward time, 4096x16384 -0.6 %; 65536x1024, 16 blocks, +0.8 %).
+  constexpr int kV = kPackBytes / sizeof(acc_t);
+  const int64_t vector_blocks = ceil_div(a.cols, kSumCols * kV) * (both ? 2 : 1);
+  if (a.cols % kV == 0 && vector_blocks >= at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
+    launch(column_sum_kernel<acc_t, W, kV>, kSumCols * kV);
+  } else {
+    launch(column_sum_kernel<acc_t, W, 1>, kSumCols);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -952,10 +1008,10 @@ bool staged_bwd_shape(
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int64_t kMaxPacks = kMaxStagedAccBytes / sizeof(acc_t) / kVec;
   // Rows of a width that is not a multiple of kVec are spans (two packs more at
-  // most), and every row group keeps its own shifted weight slice, present or
-  // not.
+  // most). The weight slice is kept, present or not (ones), and for spans one
+  // shifted copy per row group.
   const bool span = a.cols % kVec != 0;
-  const int64_t wpack = span || a.weight != nullptr ? static_cast<int64_t>(sizeof(Pack<W, kVec>)) : 0;
+  const int64_t wpack = sizeof(Pack<W, kVec>);
   // At most one statistics pair per thread and stage (row groups narrower than
   // a warp).
   const int64_t stats = kBwdMaxStages * kBwdThreads * 2 * static_cast<int64_t>(sizeof(acc_t));
@@ -998,10 +1054,10 @@ bool staged_bwd_shape(
   return true;
 }
 
-template <typename T, typename W, int kPacks, bool kSpan>
+template <typename T, typename W, int kPacks, bool kSpan, bool kRms>
 void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64_t clusters) {
   using acc_t = at::opmath_type<T>;
-  auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan>;
+  auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan, kRms>;
   // One cluster adds every row itself; more write partial rows for
   // column_sum_kernel.
   const bool direct = clusters == 1;
@@ -1049,33 +1105,36 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
     packs = wider_packs;
   }
   constexpr int kVec = kPackBytes / sizeof(T);
-  BOOL_SWITCH(a.cols % kVec != 0, kSpan, [&] {
-    packs_switch(packs, [&](auto p) {
-      constexpr int kPacks = decltype(p)::value;
-      if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
-        auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan>;
-        // Fewer rows in flight per CTA when that lets the SM hold every CTA its
-        // registers allow: a second CTA hides latency better than deeper
-        // staging (measured on the H100: 128-thread CTAs with 4 stages, one per
-        // SM, ran the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1
-        // stage, 82 %).
-        const int64_t share = smem_share_per_cta(kernel, c.threads());
-        const int packs_before = packs;
-        TORCH_CHECK(
-            staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
-            "reference_ops: internal error, staged backward shape "
-            "changed with its shared-memory share");
-        int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
-        if (kSpan && clusters * c.groups < a.rows) {
-          // Span rows: a row step (clusters x groups) that is a multiple of
-          // kVec gives each row group the same shift in every row it takes.
-          const int64_t step = kVec / std::gcd<int64_t>(c.groups, kVec);
-          clusters = std::max(clusters / step * step, step);
+  // RMSNorm passes no mean.
+  BOOL_SWITCH(a.mean == nullptr, kRms, [&] {
+    BOOL_SWITCH(a.cols % kVec != 0, kSpan, [&] {
+      packs_switch(packs, [&](auto p) {
+        constexpr int kPacks = decltype(p)::value;
+        if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
+          auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan, kRms>;
+          // Fewer rows in flight per CTA when that lets the SM hold every CTA its
+          // registers allow: a second CTA hides latency better than deeper
+          // staging (measured on the H100: 128-thread CTAs with 4 stages, one per
+          // SM, ran the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1
+          // stage, 82 %).
+          const int64_t share = smem_share_per_cta(kernel, c.threads());
+          const int packs_before = packs;
+          TORCH_CHECK(
+              staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
+              "reference_ops: internal error, staged backward shape "
+              "changed with its shared-memory share");
+          int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
+          if (kSpan && clusters * c.groups < a.rows) {
+            // Span rows: a row step (clusters x groups) that is a multiple of
+            // kVec gives each row group the same shift in every row it takes.
+            const int64_t step = kVec / std::gcd<int64_t>(c.groups, kVec);
+            clusters = std::max(clusters / step * step, step);
+          }
+          launch_norm_bwd_staged<T, W, kPacks, kSpan, kRms>(a, c, clusters);
+        } else {
+          TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
         }
-        launch_norm_bwd_staged<T, W, kPacks, kSpan>(a, c, clusters);
-      } else {
-        TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
-      }
+      });
     });
   });
   return true;
