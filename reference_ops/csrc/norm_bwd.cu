@@ -56,6 +56,14 @@ constexpr int kMaxBwdAccBytes = 64;
 constexpr int kBwdMinStages = 2;
 constexpr int kBwdMaxStages = 4;
 constexpr int kMaxStagedAccBytes = 128;
+// Span rows (N not a multiple of the pack) are copied from the 32-byte sector
+// (two packs) at or below their start: cp.async's 16-byte copies of a span that
+// starts half-way into a sector asked L2 for 1.5 times the sectors (ncu, H100,
+// fp32 16416x4095). The span then reaches up to kSpanAlignPacks + 1 packs past
+// the row's N / kVec whole ones; the row's start within its first pack pair,
+// the shift, is below kSpanAlignPacks * kVec.
+constexpr int kSpanAlignPacks = 2;
+constexpr int kSpanExtraPacks = kSpanAlignPacks + 1;
 // Partial rows (written, then read by column_sum_kernel) above this share of
 // the bytes the backward must move make a larger cluster worth its reductions
 // (H100: at 0.04, bf16 LayerNorm N = 8192 split its rows over 2-CTA clusters
@@ -400,10 +408,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int kElems = kPacks * kVec;
-  // kSpan: a span's one or two packs beyond the aligned width take one more
-  // slot (lanes 0 and 1), whose dweight / dbias accumulate in shared memory, so
-  // a span row is spread over threads like an aligned row of its width.
+  // kSpan: a span's packs beyond the aligned width (kSpanExtraPacks at most)
+  // take one more slot (its first lanes), whose dweight / dbias accumulate in
+  // shared memory, so a span row is spread over threads like an aligned row of
+  // its width.
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
+  constexpr int kShifts = kVec * kSpanAlignPacks;
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   // Row sums: sum(g) (LayerNorm) and sum(g * (x - mean)).
@@ -417,11 +427,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   const int64_t clusters = gridDim.x / cluster;
   const int64_t first_row = cluster_id * groups;
   const int64_t row_step = clusters * groups;
-  // kSpan: the row step is a multiple of kVec (or each group has one row), so
-  // every row of a group starts at the same offset in its first pack and each
-  // thread keeps the same columns: shift and packs are the group's.
-  const RowSpan span = kSpan ? row_span<kVec>(first_row + group < rows ? first_row + group : 0, cols)
+  // kSpan: the row step is a multiple of kShifts (or each group has one row),
+  // so every row of a group starts at the same offset in its first pack pair
+  // and each thread keeps the same columns: shift and packs are the group's.
+  const RowSpan span = kSpan ? row_span<kVec, kSpanAlignPacks>(first_row + group < rows ? first_row + group : 0, cols)
                              : RowSpan{0, 0, static_cast<int>(cols / kVec)};
+  // The first pack of a row's span (of the row, for aligned rows).
+  auto first_pack = [&](int64_t row) { return kSpan ? row * cols / kShifts * kSpanAlignPacks : row * cols / kVec; };
   // Indices within a slice are 32-bit (a slice fits in shared memory).
   const int pack0 = static_cast<int>(rank * slice_packs);
   const int packs = max(min(static_cast<int>(slice_packs), span.packs - pack0), 0);
@@ -450,9 +462,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   unsigned char* const smem = dynamic_smem();
   WPack* w_s = reinterpret_cast<WPack*>(smem);
   // kSpan: a weight copy per row group, or per shift when there are more groups than shifts.
-  const int copies = kSpan ? min(groups, kVec) : 1;
+  const int copies = kSpan ? min(groups, kShifts) : 1;
   acc_t* extra = reinterpret_cast<acc_t*>(w_s + copies * slice_packs);
-  acc_t* stats = extra + (kSpan ? groups * 4 * kVec : 0);
+  acc_t* stats = extra + (kSpan ? groups * kSpanExtraPacks * 2 * kVec : 0);
   // Aligned as an offset from the (aligned) base: rounding the address as an
   // integer would hide that it is shared memory, and every staged read would
   // become a generic load with 64-bit address arithmetic.
@@ -465,7 +477,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   auto issue = [&](int64_t k) {
     const int64_t row = first_row + k * row_step + group;
     const bool ok = row < rows;
-    const int64_t first = (ok ? row : 0) * cols / kVec + pack0;
+    const int64_t first = first_pack(ok ? row : 0) + pack0;
     const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
     const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
     XPack* dst = staged(k);
@@ -493,16 +505,17 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   }
   if constexpr (kSpan) {
     // Group g < copies fills copy g: its own shift, or shift g.
-    const int fill_shift = groups <= kVec ? span.shift : group;
+    const int fill_shift = groups <= kShifts ? span.shift : group;
     WPack* fill = w_s + group * slice_packs;
-    w_s += (groups <= kVec ? group : span.shift) * slice_packs;
-    extra += group * 4 * kVec;
+    w_s += (groups <= kShifts ? group : span.shift) * slice_packs;
+    extra += group * kSpanExtraPacks * 2 * kVec;
     // (Every pack of the slice: another shift may cover more packs than the filling group's.)
     for (int j = lane; group < copies && j < slice_packs; j += threads_per_row) {
       const int c0 = (pack0 + j) * kVec - fill_shift;
       WPack wp;
       if (weight != nullptr) {
-        wp = load_span_param(reinterpret_cast<const WPack*>(weight), c0, static_cast<int>(cols));
+        // (A pack wholly before the row is masked below; any columns do.)
+        wp = load_span_param(reinterpret_cast<const WPack*>(weight), max(c0, 1 - kVec), static_cast<int>(cols));
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; e += 2) {
@@ -512,7 +525,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
       wp.keep(-c0, static_cast<int>(cols) - c0);
       fill[j] = wp;
     }
-    if (lane < 2) {
+    if (lane < kSpanExtraPacks) {
 #pragma unroll
       for (int i = 0; i < 2 * kVec; ++i) {
         extra[lane * 2 * kVec + i] = acc_t(0);
@@ -617,7 +630,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 
     const int64_t row = first_row + k * row_step + group;
     if (row < rows) {
-      XPack* dxr = reinterpret_cast<XPack*>(dx) + row * cols / kVec + pack0;
+      XPack* dxr = reinterpret_cast<XPack*>(dx) + first_pack(row) + pack0;
 #pragma unroll
       for (int p = 0; p < kSlots; ++p) {
         const int j = lane + p * threads_per_row;
@@ -1017,10 +1030,10 @@ bool staged_bwd_shape(
   const int64_t stats = kBwdMaxStages * kBwdThreads * 2 * static_cast<int64_t>(sizeof(acc_t));
   const int64_t budget = static_cast<int64_t>(smem_budget()) - stats;
   c.cluster = cluster;
-  c.slice_packs = ceil_div(a.cols / kVec + (span ? 2 : 0), cluster);
-  // A span's two packs beyond the aligned width take the kernel's extra slot
-  // (with two threads a row or more).
-  const int64_t body = span ? std::max<int64_t>(c.slice_packs - 2, 1) : c.slice_packs;
+  c.slice_packs = ceil_div(a.cols / kVec + (span ? kSpanExtraPacks : 0), cluster);
+  // A span's packs beyond the aligned width take the kernel's extra slot (with
+  // kSpanExtraPacks threads a row or more).
+  const int64_t body = span ? std::max<int64_t>(c.slice_packs - kSpanExtraPacks, 1) : c.slice_packs;
   if (body > kBwdThreads * kMaxPacks || c.slice_packs * (kBwdMinStages * 2 * kPackBytes + wpack) > budget) {
     return false;
   }
@@ -1032,14 +1045,15 @@ bool staged_bwd_shape(
     packs = static_cast<int>(next_pow2(ceil_div(row_packs, c.threads_per_row)));
   };
   spread(body);
-  if (span && c.threads_per_row < 2) {
+  if (span && c.threads_per_row < kSpanExtraPacks) {
     spread(c.slice_packs);
   }
   c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
   const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
   // Weight slices, and the extra slot's accumulators of every row group.
-  const int64_t param_bytes = (span ? std::min<int64_t>(c.groups, kVec) : 1) * c.slice_packs * wpack +
-                              (span ? c.groups * 4 * kVec * static_cast<int64_t>(sizeof(acc_t)) : 0);
+  constexpr int64_t kShifts = kVec * kSpanAlignPacks;
+  const int64_t param_bytes = (span ? std::min<int64_t>(c.groups, kShifts) : 1) * c.slice_packs * wpack +
+                              (span ? c.groups * kSpanExtraPacks * 2 * kVec * static_cast<int64_t>(sizeof(acc_t)) : 0);
   if (param_bytes + stage_bytes > budget) {
     return false;
   }
@@ -1126,8 +1140,10 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
           int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
           if (kSpan && clusters * c.groups < a.rows) {
             // Span rows: a row step (clusters x groups) that is a multiple of
-            // kVec gives each row group the same shift in every row it takes.
-            const int64_t step = kVec / std::gcd<int64_t>(c.groups, kVec);
+            // the number of shifts gives each row group the same shift in
+            // every row it takes.
+            constexpr int64_t kShifts = kVec * kSpanAlignPacks;
+            const int64_t step = kShifts / std::gcd<int64_t>(c.groups, kShifts);
             clusters = std::max(clusters / step * step, step);
           }
           launch_norm_bwd_staged<T, W, kPacks, kSpan, kRms>(a, c, clusters);

@@ -262,11 +262,19 @@ struct RowSpan {
   int packs;     // packs covering the row
 };
 
-template <int kVec>
+// kAlign > 1: the span starts at a multiple of kAlign packs (the shift is then
+// below kAlign * kVec), so that its packs fill whole 32-byte sectors.
+template <int kVec, int kAlign = 1>
 __device__ __forceinline__ RowSpan row_span(int64_t row, int64_t cols) {
   const int64_t start = row * cols;
-  const int shift = static_cast<int>(start % kVec);
-  return {start / kVec, shift, static_cast<int>((shift + cols + kVec - 1) / kVec)};
+  if constexpr (kAlign == 1) {
+    const int shift = static_cast<int>(start % kVec);
+    return {start / kVec, shift, static_cast<int>((shift + cols + kVec - 1) / kVec)};
+  } else {
+    const int64_t first = start / (kVec * kAlign) * kAlign;
+    const int shift = static_cast<int>(start - first * kVec);
+    return {first, shift, static_cast<int>((shift + cols + kVec - 1) / kVec)};
+  }
 }
 
 // Columns c0 .. c0 + kN - 1 of a parameter of `cols` elements (16-byte aligned,
