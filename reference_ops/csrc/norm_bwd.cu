@@ -64,6 +64,9 @@ constexpr int kMaxStagedAccBytes = 128;
 // the shift, is below kSpanAlignPacks * kVec.
 constexpr int kSpanAlignPacks = 2;
 constexpr int kSpanExtraPacks = kSpanAlignPacks + 1;
+// The shifts a span of T can have.
+template <typename T>
+constexpr int kSpanShifts = kPackBytes / sizeof(T) * kSpanAlignPacks;
 // Partial rows (written, then read by column_sum_kernel) above this share of
 // the bytes the backward must move make a larger cluster worth its reductions
 // (H100: at 0.04, bf16 LayerNorm N = 8192 split its rows over 2-CTA clusters
@@ -413,7 +416,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // shared memory, so a span row is spread over threads like an aligned row of
   // its width.
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
-  constexpr int kShifts = kVec * kSpanAlignPacks;
+  constexpr int kShifts = kSpanShifts<T>;
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
   // Row sums: sum(g) (LayerNorm) and sum(g * (x - mean)).
@@ -1051,8 +1054,7 @@ bool staged_bwd_shape(
   c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
   const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
   // Weight slices, and the extra slot's accumulators of every row group.
-  constexpr int64_t kShifts = kVec * kSpanAlignPacks;
-  const int64_t param_bytes = (span ? std::min<int64_t>(c.groups, kShifts) : 1) * c.slice_packs * wpack +
+  const int64_t param_bytes = (span ? std::min<int64_t>(c.groups, kSpanShifts<T>) : 1) * c.slice_packs * wpack +
                               (span ? c.groups * kSpanExtraPacks * 2 * kVec * static_cast<int64_t>(sizeof(acc_t)) : 0);
   if (param_bytes + stage_bytes > budget) {
     return false;
@@ -1142,8 +1144,7 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
             // Span rows: a row step (clusters x groups) that is a multiple of
             // the number of shifts gives each row group the same shift in
             // every row it takes.
-            constexpr int64_t kShifts = kVec * kSpanAlignPacks;
-            const int64_t step = kShifts / std::gcd<int64_t>(c.groups, kShifts);
+            const int64_t step = kSpanShifts<T> / std::gcd<int64_t>(c.groups, kSpanShifts<T>);
             clusters = std::max(clusters / step * step, step);
           }
           launch_norm_bwd_staged<T, W, kPacks, kSpan, kRms>(a, c, clusters);
