@@ -864,7 +864,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
     W* const out = which == 0 ? dweight : dbias;
     if (out != nullptr && col < cols) {
       acc_t total = acc_t(0);
-      for (int w = 0; w < kWarps; ++w) {
+      for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) {
         total += col_sums[w][which][c];
       }
       out[col] = static_cast<W>(total);
@@ -1171,12 +1171,18 @@ bool run_norm_bwd_few_rows(const BwdArgs<T, W>& a) {
   }
   auto kernel = norm_bwd_few_rows_kernel<T, W>;
   const int threads_per_row = static_cast<int>(next_pow2(ceil_div(packs, kFewPacks)));
-  const int64_t row_blocks = ceil_div(a.rows, kFewThreads / threads_per_row);
+  // Blocks as small as a row, the column blocks' final sums (2 x kFewColPacks
+  // packs of elements) and one row per column thread allow: with fewer rows
+  // than row lanes the rest of a kFewThreads block only added to its
+  // butterflies and its sum over warps (M = 1: 65 blocks of 512 threads).
+  const int threads = static_cast<int>(std::clamp<int64_t>(
+      next_pow2(a.rows * kFewColPacks), std::max<int64_t>(threads_per_row, 2 * kFewColPacks * kVec), kFewThreads));
+  const int64_t row_blocks = ceil_div(a.rows, threads / threads_per_row);
   const int64_t col_blocks = a.dweight != nullptr || a.dbias != nullptr ? ceil_div(packs, kFewColPacks) : 0;
-  if (row_blocks + col_blocks > resident_blocks(kernel, kFewThreads, 0)) {
+  if (row_blocks + col_blocks > resident_blocks(kernel, threads, 0)) {
     return false;
   }
-  kernel<<<row_blocks + col_blocks, kFewThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+  kernel<<<row_blocks + col_blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
       a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, threads_per_row, row_blocks);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
