@@ -239,6 +239,35 @@ __device__ __forceinline__ P load_param(const P* p) {
   }
 }
 
+// load_param where `pred` holds, else zeros; one predicated load, no branch:
+// ptxas does not move a load in a branch above the code before it (weight
+// loads meant to go out with x went out once x had arrived).
+template <typename P>
+__device__ __forceinline__ P load_param_if(const P* p, bool pred) {
+  if constexpr (sizeof(P) % 16 == 0) {
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+    int4 v[sizeof(P) / 16];
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
+      v[i] = make_int4(0, 0, 0, 0);
+      asm("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %4, 0;\n\t"
+          "@q ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%5], %6;\n\t}"
+          : "+r"(v[i].x), "+r"(v[i].y), "+r"(v[i].z), "+r"(v[i].w)
+          : "r"(static_cast<int>(pred)), "l"(reinterpret_cast<const int4*>(p) + i), "l"(policy));
+    }
+    P out;
+    memcpy(&out, v, sizeof(P));
+    return out;
+  } else {
+    P out{};
+    if (pred) {
+      out = *p;
+    }
+    return out;
+  }
+}
+
 // A 16-byte pack of x or dy through the read-only cache, with no L2 hint.
 template <typename P>
 __device__ __forceinline__ P load_row(const P* p) {
@@ -648,6 +677,15 @@ __device__ __forceinline__ void row_reduce(
       }
     }
     __syncthreads();
+  }
+  if (entries <= 32) {
+    // Every group of `entries` lanes (a power of two) reads all the entries:
+    // log2(entries) butterfly steps instead of 5 over lanes mostly zero.
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      v[i] = group_sum(scratch.v[slot][i][first + (lane & (entries - 1))], entries);
+    }
+    return;
   }
   U acc[kN];
 #pragma unroll

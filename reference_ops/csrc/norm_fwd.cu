@@ -10,7 +10,9 @@
 //     output from the same registers; rows wider than one CTA holds are split
 //     over a thread-block cluster (sm_90). Rows that fill every slot of every
 //     thread take instantiations without bounds checks (kFull; kGroup for
-//     narrow rows: the group fixed at compile time).
+//     narrow rows: the group fixed at compile time). Calls of one wave or
+//     less (few rows) spread rows thinner and load weight and bias with x
+//     (kEarly): their time is latency, not bandwidth.
 //   * norm_fwd_uncached_kernel: pointers that are not 16-byte aligned, and rows
 //     beyond the register kernel's largest cluster: read twice, with shifted
 //     sums (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
@@ -40,6 +42,8 @@ constexpr int kRowMaxPacks = 8;
 constexpr int kRowMaxThreads = 512;
 constexpr int64_t kRowWidePacks = static_cast<int64_t>(kRowMaxThreads) * kRowTargetPacks;
 constexpr int kRowBlockThreads = 128;
+// Packs a thread aimed for in calls of one wave or less.
+constexpr int kFewRowPacks = 2;
 // Weight and bias: rows wider than kSplitPacks packs go to a cluster whose
 // slices hold at most kSplitSlicePacks (256 threads x kRowMaxPacks).
 constexpr int64_t kSplitPacks = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
@@ -137,8 +141,18 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // `shift` of `param_stride` packs), and the span's one or two packs beyond the
 // aligned width take one more slot (used by lanes 0 and 1 only), so a span row
 // is spread over threads like an aligned row of its width.
-template <typename T, typename W, int kVec, int kPacks, bool kRms, bool kCluster, bool kSpan, bool kFull, int kGroup>
-__global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
+template <
+    typename T,
+    typename W,
+    int kVec,
+    int kPacks,
+    bool kRms,
+    bool kCluster,
+    bool kSpan,
+    bool kFull,
+    int kGroup,
+    bool kEarly = false>
+__global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
     const W* __restrict__ bias,
@@ -214,19 +228,34 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
   // (registers to spare), so the output pass does not wait for a second round
   // trip, the whole latency of a call of a few rows. (LayerNorm's weight and
   // bias together would spill.)
-  constexpr bool kEarlyWeight = kRms && kLean && sizeof(W) == sizeof(T);
+  // kEarly (LayerNorm calls of one wave or less, where occupancy does not
+  // count): weight and bias too, under a 128-register cap.
+  static_assert(!kEarly || (kLean && !kRms && !kCluster && !kSpan && sizeof(W) == sizeof(T)), "early parameters");
+  constexpr bool kEarlyWeight = (kRms || kEarly) && kLean && sizeof(W) == sizeof(T);
   WPack w_early[kEarlyWeight ? kSlots : 1];
+  WPack b_early[kEarly ? kSlots : 1];
   auto load_early_weight = [&] {
-    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + span.shift * param_stride + pack0 + lane_in_ptr;
+    const int param0 = span.shift * param_stride + pack0 + lane_in_ptr;
+    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + param0;
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
       const int j = lane + p * group;
-      if (weight != nullptr && ok && (kFull || j < packs)) {
-        w_early[p] = load_param(w0 + at(p));
+      const bool in_row = ok && (kFull || j < packs);
+      // ptxas keeps these loads beside x's as a branch in the fixed groups and
+      // as predicated loads elsewhere (each the other way: after x arrived).
+      if constexpr (kFixed) {
+        if (weight != nullptr && in_row) {
+          w_early[p] = load_param(w0 + at(p));
+        }
+      } else {
+        w_early[p] = load_param_if(w0 + at(p), weight != nullptr && in_row);
+      }
+      if constexpr (kEarly) {
+        b_early[p] = load_param_if(reinterpret_cast<const WPack*>(bias) + param0 + at(p), bias != nullptr && in_row);
       }
     }
   };
-  // Fixed groups issue the weight loads first (after x, ptxas scheduled them
+  // Fixed groups issue the weight loads first (after x's, ptxas scheduled them
   // once x had arrived: a round trip later).
   if constexpr (kEarlyWeight && kFixed) {
     load_early_weight();
@@ -345,7 +374,9 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
         } else if (has_weight) {
           wp = load_param(wr + at(p));
         }
-        if (has_bias) {
+        if constexpr (kEarly) {
+          bp = b_early[p];
+        } else if (has_bias) {
           bp = load_param(br + at(p));
         }
       };
@@ -520,6 +551,19 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   if (cfg.packs_per_thread > kRowMaxPacks) {
     return false;
   }
+  // Calls of one wave or less (few rows, as at decode time) are latency-bound:
+  // kFewRowPacks packs a thread (more threads, shorter chains of adds each),
+  // weight and bias loaded with x (one round trip to L2 a call instead of
+  // two; the registers cost occupancy, which such a call does not use).
+  auto ctas = [&](const RowConfig& r) {
+    return ceil_div(a.rows, std::max(r.threads_per_row, kRowBlockThreads) / r.threads_per_row);
+  };
+  const bool one_wave =
+      !kSpan && c.cluster == 1 && ctas(cfg) <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  if (one_wave) {
+    const RowConfig few = choose_row_config(c.slice_packs, kFewRowPacks, kRowMaxThreads);
+    cfg = few.packs_per_thread <= cfg.packs_per_thread ? few : cfg;
+  }
   c.threads_per_row = cfg.threads_per_row;
   c.groups = c.cluster > 1 ? 1 : std::max(cfg.threads_per_row, kRowBlockThreads) / cfg.threads_per_row;
   const int64_t clusters = ceil_div(a.rows, c.groups);
@@ -595,6 +639,12 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
       if constexpr (!kSpan && !kRms && kFullPacks8 && kPacks == kRowMaxPacks) {
         if (full) {
           launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0>);
+          return;
+        }
+      }
+      if constexpr (!kSpan && !kRms && std::is_same_v<W, T> && kPacks <= kRowTargetPacks) {
+        if (one_wave) {
+          launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, false, 0, true>);
           return;
         }
       }
