@@ -275,6 +275,17 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   if constexpr (kEarlyWeight && !kFixed) {
     load_early_weight();
   }
+  // 8-pack LayerNorm rows without bounds: slot 0's weight and bias are loaded
+  // with x, so the write pass does not start with a round trip to L2 (slots 0
+  // and 1: slower, and 8 bytes of spill in the cluster kernels).
+  constexpr bool kParamsFirst = !kLean && kFull && !kRms;
+  WPack w_first;
+  WPack b_first;
+  if constexpr (kParamsFirst) {
+    const int first = pack0 + lane_in_ptr + at(0);
+    w_first = load_param_if(reinterpret_cast<const WPack*>(weight) + first, weight != nullptr && ok);
+    b_first = load_param_if(reinterpret_cast<const WPack*>(bias) + first, bias != nullptr && ok);
+  }
   // Edge packs are masked once every load is in flight (a mask between two
   // loads would hold the later ones back until the first arrived).
 #pragma unroll
@@ -369,6 +380,13 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
     // leave t unchanged).
     auto write = [&](auto has_weight, auto has_bias) {
       auto fetch = [&](int p, WPack& wp, WPack& bp) {
+        if constexpr (kParamsFirst) {
+          if (p == 0) {
+            wp = w_first;
+            bp = b_first;
+            return;
+          }
+        }
         if constexpr (kEarlyWeight) {
           wp = w_early[p];
         } else if (has_weight) {
