@@ -219,21 +219,36 @@ __device__ __forceinline__ void store_stream(P* p, const P& v) {
 // L2 so that the stream of x and y does not push them out (H100: forwards
 // 0.2-2 % faster, most at N >= 16384; torch.compile's kernels mark them the
 // same way); single elements plainly.
+template <bool kPredicated, typename P>
+__device__ __forceinline__ P param_words(const P* p, bool pred) {
+  static_assert(sizeof(P) % 16 == 0, "16-byte words");
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  int4 v[sizeof(P) / 16];
+#pragma unroll
+  for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
+    const int4* word = reinterpret_cast<const int4*>(p) + i;
+    if constexpr (kPredicated) {
+      v[i] = make_int4(0, 0, 0, 0);
+      asm("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %4, 0;\n\t"
+          "@q ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%5], %6;\n\t}"
+          : "+r"(v[i].x), "+r"(v[i].y), "+r"(v[i].z), "+r"(v[i].w)
+          : "r"(static_cast<int>(pred)), "l"(word), "l"(policy));
+    } else {
+      asm("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=r"(v[i].x), "=r"(v[i].y), "=r"(v[i].z), "=r"(v[i].w)
+          : "l"(word), "l"(policy));
+    }
+  }
+  P out;
+  memcpy(&out, v, sizeof(P));
+  return out;
+}
+
 template <typename P>
 __device__ __forceinline__ P load_param(const P* p) {
   if constexpr (sizeof(P) % 16 == 0) {
-    uint64_t policy;
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    int4 v[sizeof(P) / 16];
-#pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
-      asm("ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%4], %5;"
-          : "=r"(v[i].x), "=r"(v[i].y), "=r"(v[i].z), "=r"(v[i].w)
-          : "l"(reinterpret_cast<const int4*>(p) + i), "l"(policy));
-    }
-    P out;
-    memcpy(&out, v, sizeof(P));
-    return out;
+    return param_words<false>(p, true);
   } else {
     return *p;
   }
@@ -245,20 +260,7 @@ __device__ __forceinline__ P load_param(const P* p) {
 template <typename P>
 __device__ __forceinline__ P load_param_if(const P* p, bool pred) {
   if constexpr (sizeof(P) % 16 == 0) {
-    uint64_t policy;
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    int4 v[sizeof(P) / 16];
-#pragma unroll
-    for (int i = 0; i < static_cast<int>(sizeof(P) / 16); ++i) {
-      v[i] = make_int4(0, 0, 0, 0);
-      asm("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %4, 0;\n\t"
-          "@q ld.global.nc.L2::cache_hint.v4.s32 {%0, %1, %2, %3}, [%5], %6;\n\t}"
-          : "+r"(v[i].x), "+r"(v[i].y), "+r"(v[i].z), "+r"(v[i].w)
-          : "r"(static_cast<int>(pred)), "l"(reinterpret_cast<const int4*>(p) + i), "l"(policy));
-    }
-    P out;
-    memcpy(&out, v, sizeof(P));
-    return out;
+    return param_words<true>(p, pred);
   } else {
     P out{};
     if (pred) {
