@@ -573,17 +573,16 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
   // kFewRowPacks packs a thread (more threads, shorter chains of adds each),
   // weight and bias loaded with x (one round trip to L2 a call instead of
   // two; the registers cost occupancy, which such a call does not use).
-  auto ctas = [&](const RowConfig& r) {
-    return ceil_div(a.rows, std::max(r.threads_per_row, kRowBlockThreads) / r.threads_per_row);
-  };
-  const bool one_wave =
-      !kSpan && c.cluster == 1 && ctas(cfg) <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  // Rows per CTA without a cluster.
+  auto groups = [](const RowConfig& r) { return std::max(r.threads_per_row, kRowBlockThreads) / r.threads_per_row; };
+  const bool one_wave = !kSpan && c.cluster == 1 &&
+                        ceil_div(a.rows, groups(cfg)) <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   if (one_wave) {
     const RowConfig few = choose_row_config(c.slice_packs, kFewRowPacks, kRowMaxThreads);
     cfg = few.packs_per_thread <= cfg.packs_per_thread ? few : cfg;
   }
   c.threads_per_row = cfg.threads_per_row;
-  c.groups = c.cluster > 1 ? 1 : std::max(cfg.threads_per_row, kRowBlockThreads) / cfg.threads_per_row;
+  c.groups = c.cluster > 1 ? 1 : groups(cfg);
   const int64_t clusters = ceil_div(a.rows, c.groups);
   // Span rows read weight and bias from tables of kVec shifted copies.
   const int stride = static_cast<int>(num_packs);
