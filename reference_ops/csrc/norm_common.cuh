@@ -615,6 +615,69 @@ __device__ __forceinline__ void row_reduce_init(ReduceScratch<U, kN, kWarps>& sc
 #endif
 }
 
+// How row_reduce combines a lane's values with its partner's (`o`): plain sums.
+// count_scale(k) is told when an accumulator has taken k equal entries.
+struct SumCombine {
+  template <int kN, typename U>
+  __device__ __forceinline__ void operator()(U (&v)[kN], const U (&o)[kN]) const {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      v[i] += o[i];
+    }
+  }
+  template <int kN, typename U>
+  __device__ __forceinline__ void add(U (&v)[kN], const U (&o)[kN], int /*taken*/) const {
+    (*this)(v, o);
+  }
+  __device__ __forceinline__ void count_scale(int /*entries*/) const {}
+};
+
+// {sum, M2} of x over equal counts n (M2 = sum (x - sum / n)^2): the pair of
+// two halves gives the whole's (Chan, Golub & LeVeque 1983), M2 = M2a + M2b +
+// (sum_a - sum_b)^2 / (2n), as exact as the two-pass sums and one reduction
+// instead of two. half_inv_n = 1 / (2n) at the current level; every step
+// doubles n. Symmetric in a and b, bit for bit, so every lane of a butterfly
+// ends with the same bits.
+template <typename U>
+struct MomentsCombine {
+  U half_inv_n;
+  __device__ __forceinline__ void operator()(U (&v)[2], const U (&o)[2]) {
+    const U d = v[0] - o[0];
+    v[1] = (v[1] + o[1]) + d * d * half_inv_n;
+    v[0] += o[0];
+    half_inv_n *= U(0.5);
+  }
+  // v holds `taken` entries of n elements (zeros when none), o one more: M2
+  // gains (sum_v - taken * sum_o)^2 / (taken * (taken + 1) * n).
+  __device__ __forceinline__ void add(U (&v)[2], const U (&o)[2], int taken) const {
+    const U k = static_cast<U>(taken);
+    const U d = v[0] - k * o[0];
+    const U f = taken > 0 ? U(2) * half_inv_n / (k * (k + U(1))) : U(0);
+    v[1] = (v[1] + o[1]) + d * d * f;
+    v[0] += o[0];
+  }
+  __device__ __forceinline__ void count_scale(int entries) {
+    half_inv_n /= static_cast<U>(entries);
+  }
+};
+
+// Combines kN values over `width` consecutive lanes (a power of two <= 32) by
+// butterfly, in a fixed order (see group_sum).
+template <int kN, typename U, typename Combine>
+__device__ __forceinline__ void group_combine(U (&v)[kN], int width, Combine& combine) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    if (offset < width) {
+      U o[kN];
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        o[i] = __shfl_xor_sync(0xffffffffu, v[i], offset);
+      }
+      combine(v, o);
+    }
+  }
+}
+
 // Sums kN values over a row group of `threads_per_row` threads (a power of two;
 // groups wider than a warp are whole warps) and over the `cluster` CTAs that
 // share a row (then one group per CTA). Every warp sum goes to shared memory:
@@ -626,25 +689,24 @@ __device__ __forceinline__ void row_reduce_init(ReduceScratch<U, kN, kWarps>& sc
 // identical on every thread and every run. Every thread of every CTA of the
 // cluster must call it, the same number of times; `calls` counts the calls
 // (slot and mbarrier phase).
-template <int kN, typename U, int kWarps>
+template <int kN, typename U, int kWarps, typename Combine = SumCombine>
 __device__ __forceinline__ void row_reduce(
-    U (&v)[kN], int threads_per_row, int cluster, ReduceScratch<U, kN, kWarps>& scratch, int& calls) {
+    U (&v)[kN],
+    int threads_per_row,
+    int cluster,
+    ReduceScratch<U, kN, kWarps>& scratch,
+    int& calls,
+    Combine combine = {}) {
   const int slot = calls & 1;
   ++calls;
   if (threads_per_row <= 32 && cluster == 1) {
-#pragma unroll
-    for (int i = 0; i < kN; ++i) {
-      v[i] = group_sum(v[i], threads_per_row);
-    }
+    group_combine(v, threads_per_row, combine);
     return;
   }
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int warps_per_row = threads_per_row >> 5;
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    v[i] = group_sum(v[i], 32);
-  }
+  group_combine(v, 32, combine);
   int first = warp - warp % warps_per_row;
   int entries = warps_per_row;
 #ifdef REFERENCE_OPS_CLUSTERS
@@ -685,25 +747,26 @@ __device__ __forceinline__ void row_reduce(
     // log2(entries) butterfly steps instead of 5 over lanes mostly zero.
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
-      v[i] = group_sum(scratch.v[slot][i][first + (lane & (entries - 1))], entries);
+      v[i] = scratch.v[slot][i][first + (lane & (entries - 1))];
     }
+    group_combine(v, entries, combine);
     return;
   }
-  U acc[kN];
+  // Lane l takes entries l, l + 32, ... in turn (entries is a multiple of 32).
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
-    acc[i] = U(0);
+    v[i] = U(0);
   }
-  for (int e = lane; e < entries; e += 32) {
+  for (int e = lane, taken = 0; e < entries; e += 32, ++taken) {
+    U o[kN];
 #pragma unroll
     for (int i = 0; i < kN; ++i) {
-      acc[i] += scratch.v[slot][i][first + e];
+      o[i] = scratch.v[slot][i][first + e];
     }
+    combine.add(v, o, taken);
   }
-#pragma unroll
-  for (int i = 0; i < kN; ++i) {
-    v[i] = group_sum(acc[i], 32);
-  }
+  combine.count_scale(entries / 32);
+  group_combine(v, 32, combine);
 }
 
 // The launch shape of a staged kernel: CTAs of `threads_per_row * groups`

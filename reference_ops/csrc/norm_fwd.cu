@@ -10,7 +10,9 @@
 //     output from the same registers; rows wider than one CTA holds are split
 //     over a thread-block cluster (sm_90). Rows that fill every slot of every
 //     thread take instantiations without bounds checks (kFull; kGroup for
-//     narrow rows: the group fixed at compile time). Calls of one wave or
+//     narrow rows: the group fixed at compile time); there LayerNorm's mean
+//     and variance come from one reduction of each thread's sum and M2 about
+//     its own mean, combined pairwise (kMoments). Calls of one wave or
 //     less (few rows) spread rows thinner and load weight and bias with x
 //     (kEarly): their time is latency, not bandwidth.
 //   * norm_fwd_uncached_kernel: pointers that are not 16-byte aligned, and rows
@@ -186,7 +188,14 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   // the passes below then spend fewer instructions per element (at 8 packs the
   // same forms make ptxas spill).
   constexpr bool kLean = kPacks <= 4;
-  __shared__ ReduceScratch<acc_t, 1, (kCluster ? kMaxClusterSize : 1) * kMaxThreadsPerRow / 32> scratch;
+  // Full LayerNorm rows: every thread holds as many elements, so the mean and
+  // the variance come from one reduction of each thread's sum and M2 about its
+  // own mean (MomentsCombine; two reductions otherwise, the second after the
+  // mean). H100: LN bf16 2048x32768 forward 94.0 -> 93.3 us. (v17 loaded
+  // 8-pack rows' first weight / bias pack with x; beside the two moments,
+  // ptxas spills them and the forward ran 2 % slower.)
+  constexpr bool kMoments = !kRms && kFull;
+  __shared__ ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxThreadsPerRow / 32> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers)
   // drops out.
   const int cluster = kCluster ? cluster_size : 1;
@@ -275,17 +284,6 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   if constexpr (kEarlyWeight && !kFixed) {
     load_early_weight();
   }
-  // 8-pack LayerNorm rows without bounds: slot 0's weight and bias are loaded
-  // with x, so the write pass does not start with a round trip to L2 (slots 0
-  // and 1: slower, and 8 bytes of spill in the cluster kernels).
-  constexpr bool kParamsFirst = !kLean && kFull && !kRms;
-  WPack w_first;
-  WPack b_first;
-  if constexpr (kParamsFirst) {
-    const int first = pack0 + lane_in_ptr + at(0);
-    w_first = load_param_if(reinterpret_cast<const WPack*>(weight) + first, weight != nullptr && ok);
-    b_first = load_param_if(reinterpret_cast<const WPack*>(bias) + first, bias != nullptr && ok);
-  }
   // Edge packs are masked once every load is in flight (a mask between two
   // loads would hold the later ones back until the first arrived).
 #pragma unroll
@@ -307,49 +305,77 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   }
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(width);
   acc_t mean = acc_t(0);
-  if constexpr (!kRms) {
-    acc_t sum[1] = {acc_t(0)};
+  acc_t var = acc_t(0);
+  if constexpr (kMoments) {
+    constexpr int kElems = kSlots * kVec;
+    acc_t m[2] = {acc_t(0), acc_t(0)};
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        sum[0] += xp[p].get(e);
+        m[0] += xp[p].get(e);
       }
     }
-    row_reduce(sum, group, cluster, scratch, reduce_calls);
-    mean = sum[0] * inv_cols;
-  }
-  acc_t sq[1] = {acc_t(0)};
+    // kElems is a power of two: the thread's mean is exact to its sum.
+    static_assert((kElems & (kElems - 1)) == 0, "packs and pack widths are powers of two");
+    const acc_t local_mean = m[0] * (acc_t(1) / kElems);
 #pragma unroll
-  for (int p = 0; p < kSlots; ++p) {
-    const bool in_row = kFull || lane + p * group < packs;
-    if (!kRms && edge(p)) {
-      // Masked elements are zero: with a mean to subtract they must be left out.
+    for (int p = 0; p < kSlots; ++p) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const bool in = e >= -column0(p) && e < width - column0(p);
-        const acc_t d = in ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
-        sq[0] += d * d;
-      }
-    } else if (kLean) {
-      // One select per pack (slots past the row hold zeros, not x - mean).
-      acc_t part = acc_t(0);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const acc_t d = xp[p].template get<kForm1>(e) - mean;
-        part += d * d;
-      }
-      sq[0] += in_row ? part : acc_t(0);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const acc_t d = in_row ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
-        sq[0] += d * d;
+        const acc_t d = xp[p].template get<kForm1>(e) - local_mean;
+        m[1] += d * d;
       }
     }
+    row_reduce(m, group, cluster, scratch, reduce_calls, MomentsCombine<acc_t>{acc_t(0.5) / kElems});
+    mean = m[0] * inv_cols;
+    var = m[1] * inv_cols;
+  } else {
+    if constexpr (!kRms) {
+      acc_t sum[1] = {acc_t(0)};
+#pragma unroll
+      for (int p = 0; p < kSlots; ++p) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          sum[0] += xp[p].get(e);
+        }
+      }
+      row_reduce(sum, group, cluster, scratch, reduce_calls);
+      mean = sum[0] * inv_cols;
+    }
+    acc_t sq[1] = {acc_t(0)};
+#pragma unroll
+    for (int p = 0; p < kSlots; ++p) {
+      const bool in_row = kFull || lane + p * group < packs;
+      if (!kRms && edge(p)) {
+        // Masked elements are zero: with a mean to subtract they must be left out.
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const bool in = e >= -column0(p) && e < width - column0(p);
+          const acc_t d = in ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
+          sq[0] += d * d;
+        }
+      } else if (kLean) {
+        // One select per pack (slots past the row hold zeros, not x - mean).
+        acc_t part = acc_t(0);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const acc_t d = xp[p].template get<kForm1>(e) - mean;
+          part += d * d;
+        }
+        sq[0] += in_row ? part : acc_t(0);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const acc_t d = in_row ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
+          sq[0] += d * d;
+        }
+      }
+    }
+    row_reduce(sq, group, cluster, scratch, reduce_calls);
+    var = sq[0] * inv_cols;
   }
-  row_reduce(sq, group, cluster, scratch, reduce_calls);
-  const acc_t rstd = rsqrt_acc(sq[0] * inv_cols + eps);
+  const acc_t rstd = rsqrt_acc(var + eps);
   if (ok) {
     // The inference ops pass no statistics to write.
     if (lane == 0 && rank == 0 && rstd_out != nullptr) {
@@ -380,13 +406,6 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
     // leave t unchanged).
     auto write = [&](auto has_weight, auto has_bias) {
       auto fetch = [&](int p, WPack& wp, WPack& bp) {
-        if constexpr (kParamsFirst) {
-          if (p == 0) {
-            wp = w_first;
-            bp = b_first;
-            return;
-          }
-        }
         if constexpr (kEarlyWeight) {
           wp = w_early[p];
         } else if (has_weight) {
@@ -609,9 +628,12 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
         c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), stride, a.eps);
   };
   // Every slot of every thread holds a pack of the row (see kFull). Besides the
-  // fixed groups, the unbounded kernels serve 16-bit LayerNorm rows of 8 packs
-  // a thread, the issue-bound case (ncu, H200): float32 rows (half the
-  // elements a byte) and RMSNorm gained nothing, and 4-pack rows ran slower.
+  // fixed groups, the unbounded kernels serve LayerNorm rows with parameters
+  // of x's type (one reduction for mean and variance, kMoments) in one-wave
+  // calls (0.1 us less a call; at up to 4 packs a thread in larger calls, 0-0.7
+  // % slower), and rows of 8 packs for 16-bit x, the issue-bound case (ncu,
+  // H200; float32 rows, half the elements a byte, gained nothing there).
+  // RMSNorm has one reduction either way and gained nothing.
   constexpr bool kFullPacks8 = sizeof(T) == 2 && std::is_same_v<W, T>;
   const bool full = sizeof(W) == sizeof(T) && !kSpan &&
                     static_cast<int64_t>(cfg.threads_per_row) * cfg.packs_per_thread * c.cluster == num_packs;
@@ -653,15 +675,20 @@ bool launch_rows_fwd(const FwdArgs<T, W>& a) {
     }
     packs_switch(cfg.packs_per_thread, [&](auto p) {
       constexpr int kPacks = decltype(p)::value;
-      if constexpr (!kSpan && !kRms && kFullPacks8 && kPacks == kRowMaxPacks) {
-        if (full) {
-          launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0>);
+      constexpr bool kLeanLayerNorm = !kSpan && !kRms && std::is_same_v<W, T> && kPacks <= kRowTargetPacks;
+      if constexpr (kLeanLayerNorm) {
+        if (one_wave) {
+          if (full) {
+            launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0, true>);
+          } else {
+            launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, false, 0, true>);
+          }
           return;
         }
       }
-      if constexpr (!kSpan && !kRms && std::is_same_v<W, T> && kPacks <= kRowTargetPacks) {
-        if (one_wave) {
-          launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, false, 0, true>);
+      if constexpr (!kSpan && !kRms && kFullPacks8 && kPacks == kRowMaxPacks) {
+        if (full) {
+          launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0>);
           return;
         }
       }

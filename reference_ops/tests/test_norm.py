@@ -218,6 +218,33 @@ def test_wide_rows_every_mode(op, mode, dtype, shape, device):
     check_against_reference(op, mode, shape[0], shape[1], dtype, device)
 
 
+# LayerNorm rows far from zero: x = offset + scale * randn, with offset^2 / scale^2 about 4e3
+# (float32) or 2.6e5 (float16). Statistics from float sums of x and x^2 lose enough of the
+# variance to cancellation to fail here (y off by 3e-3 to 6e-3 in float32, 0.1 to 0.3 in
+# float16); the kernels' two-pass sums and their one-reduction form (every thread's sum and M2
+# about its own mean, combined pairwise) must not. Widths cover each forward path: fixed groups (512), bounded rows (4096), spans (1023),
+# 8-pack rows (16-bit 32768), cluster slices (65536).
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("N", [512, 1023, 4096, 32768, 65536])
+@pytest.mark.parametrize(
+    "dtype, offset, scale", [(torch.float32, 64.0, 1.0), (torch.float16, 2048.0, 4.0)], ids=["float32", "float16"]
+)
+def test_layer_norm_rows_far_from_zero(dtype, offset, scale, N, device):
+    gen = torch.Generator(device=device).manual_seed(N)
+    M = 24
+    x = (torch.randn(M, N, device=device, generator=gen) * scale + offset).to(dtype)
+    w = (torch.randn(N, device=device, generator=gen) * 0.5 + 1.0).to(dtype)
+    b = torch.randn(N, device=device, generator=gen).to(dtype)
+    dy = torch.randn(M, N, device=device, generator=gen).to(dtype)
+    y, (dx, _, _) = forward_backward(ours, "layer_norm", x, N, w, b, dy, 1e-5)
+    d = lambda t: t.double()  # noqa: E731
+    y_ref, (dx_ref, _, _) = forward_backward(reference, "layer_norm", d(x), N, d(w), d(b), d(dy), 1e-5)
+    assert_close(y, y_ref, dtype, "y")
+    x64 = x.double()
+    rstd = ((x64 - x64.mean(-1, keepdim=True)).pow(2).mean(-1, keepdim=True) + 1e-5).rsqrt()
+    assert_close(dx, dx_ref, dtype, "dx", magnitude=(rstd * dy.double() * w.double()).abs().max().item())
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
 def test_multi_dim_normalized_shape_and_eps(op, device):
