@@ -331,17 +331,49 @@ __device__ __noinline__ void store_span_edge(typename P::elem_t* dst, P pack, in
   pack.store_elems(dst, lo, hi);
 }
 
-// Sum over `width` consecutive lanes (a power of two <= 32). Butterfly order
-// is fixed, so the result is bitwise reproducible and identical on every lane.
-template <typename U>
-__device__ __forceinline__ U group_sum(U v, int width) {
+// How group_combine and row_reduce combine a lane's values with its partner's
+// (`o`): plain sums. add() takes one more entry into an accumulator that holds
+// `taken`; count_scale(k) is told when each accumulator holds k entries.
+struct SumCombine {
+  template <int kN, typename U>
+  __device__ __forceinline__ void operator()(U (&v)[kN], const U (&o)[kN]) const {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) {
+      v[i] += o[i];
+    }
+  }
+  template <int kN, typename U>
+  __device__ __forceinline__ void add(U (&v)[kN], const U (&o)[kN], int /*taken*/) const {
+    (*this)(v, o);
+  }
+  __device__ __forceinline__ void count_scale(int /*entries*/) const {}
+};
+
+// Combines kN values over `width` consecutive lanes (a power of two <= 32) by
+// butterfly. The order is fixed, so the result is bitwise reproducible, and the
+// same on every lane for a combine symmetric in its two sides.
+template <int kN, typename U, typename Combine>
+__device__ __forceinline__ void group_combine(U (&v)[kN], int width, Combine& combine) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     if (offset < width) {
-      v += __shfl_xor_sync(0xffffffffu, v, offset);
+      U o[kN];
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        o[i] = __shfl_xor_sync(0xffffffffu, v[i], offset);
+      }
+      combine(v, o);
     }
   }
-  return v;
+}
+
+// Sum over `width` consecutive lanes (a power of two <= 32).
+template <typename U>
+__device__ __forceinline__ U group_sum(U v, int width) {
+  U a[1] = {v};
+  SumCombine sum;
+  group_combine(a, width, sum);
+  return a[0];
 }
 
 // Two sums carried together.
@@ -615,23 +647,6 @@ __device__ __forceinline__ void row_reduce_init(ReduceScratch<U, kN, kWarps>& sc
 #endif
 }
 
-// How row_reduce combines a lane's values with its partner's (`o`): plain sums.
-// count_scale(k) is told when an accumulator has taken k equal entries.
-struct SumCombine {
-  template <int kN, typename U>
-  __device__ __forceinline__ void operator()(U (&v)[kN], const U (&o)[kN]) const {
-#pragma unroll
-    for (int i = 0; i < kN; ++i) {
-      v[i] += o[i];
-    }
-  }
-  template <int kN, typename U>
-  __device__ __forceinline__ void add(U (&v)[kN], const U (&o)[kN], int /*taken*/) const {
-    (*this)(v, o);
-  }
-  __device__ __forceinline__ void count_scale(int /*entries*/) const {}
-};
-
 // {sum, M2} of x over equal counts n (M2 = sum (x - sum / n)^2): the pair of
 // two halves gives the whole's (Chan, Golub & LeVeque 1983), M2 = M2a + M2b +
 // (sum_a - sum_b)^2 / (2n), as exact as the two-pass sums and one reduction
@@ -660,23 +675,6 @@ struct MomentsCombine {
     half_inv_n /= static_cast<U>(entries);
   }
 };
-
-// Combines kN values over `width` consecutive lanes (a power of two <= 32) by
-// butterfly, in a fixed order (see group_sum).
-template <int kN, typename U, typename Combine>
-__device__ __forceinline__ void group_combine(U (&v)[kN], int width, Combine& combine) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    if (offset < width) {
-      U o[kN];
-#pragma unroll
-      for (int i = 0; i < kN; ++i) {
-        o[i] = __shfl_xor_sync(0xffffffffu, v[i], offset);
-      }
-      combine(v, o);
-    }
-  }
-}
 
 // Sums kN values over a row group of `threads_per_row` threads (a power of two;
 // groups wider than a warp are whole warps) and over the `cluster` CTAs that
