@@ -76,13 +76,14 @@ constexpr double kMaxPartialShare = 0.1;
 // cluster adds.
 constexpr int64_t kMinPartialBytes = 32 << 20;
 
-// Few-row kernel: threads per block, packs per thread in a dx row, packs of
-// columns per dweight / dbias block (128 bytes of each row), the most rows
-// one thread of such a block adds, and the most bytes of x for which the
-// second read of x and dy (from L2) costs less than the staged kernel's longer
-// chain.
+// Few-row kernel: threads per block, packs per thread in a dx row (fewer when
+// the rows are spread one per block), packs of columns per dweight / dbias
+// block (128 bytes of each row), the most rows one thread of such a block
+// adds, and the most bytes of x for which the second read of x and dy (from
+// L2) costs less than the staged kernel's longer chain.
 constexpr int kFewThreads = 512;
 constexpr int kFewPacks = 4;
+constexpr int kFewSpreadPacks = 2;
 constexpr int kFewColPacks = 8;
 constexpr int kFewRowsPerThread = 16;
 constexpr int64_t kFewRowsMaxBytes = 4 << 20;
@@ -721,7 +722,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 // (x and dy read again, mostly from L2), in a fixed order, straight into the
 // outputs. No shared-memory staging, no partial rows, no second launch: the
 // chain is one memory round trip and one reduction in each kind of block.
-template <typename T, typename W>
+// A row block holds `rows_per_block` rows (one when the rows are spread), kPacks
+// packs a thread.
+template <typename T, typename W, int kPacks>
 __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
     const T* __restrict__ dy,
     const T* __restrict__ x,
@@ -734,6 +737,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
     int64_t rows,
     int64_t cols,
     int threads_per_row,
+    int rows_per_block,
     int64_t row_blocks) {
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
@@ -749,14 +753,15 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
 
   if (blockIdx.x < row_blocks) {
     const int lane = threadIdx.x & (threads_per_row - 1);
-    const int64_t row =
-        static_cast<int64_t>(blockIdx.x) * (blockDim.x / threads_per_row) + threadIdx.x / threads_per_row;
-    const bool ok = row < rows;
-    XPack xp[kFewPacks];
-    XPack gp[kFewPacks];
-    WPack wp[kFewPacks];
+    // Groups past rows_per_block only take part in the reduction's barriers.
+    const int group = threadIdx.x / threads_per_row;
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + group;
+    const bool ok = group < rows_per_block && row < rows;
+    XPack xp[kPacks];
+    XPack gp[kPacks];
+    WPack wp[kPacks];
 #pragma unroll
-    for (int p = 0; p < kFewPacks; ++p) {
+    for (int p = 0; p < kPacks; ++p) {
       const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
       xp[p].zero();
       gp[p].zero();
@@ -765,7 +770,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
         xp[p] = load_row(xs + row * num_packs + j);
         gp[p] = load_row(gs + row * num_packs + j);
       }
-      if (weight != nullptr && j < num_packs) {
+      if (ok && weight != nullptr && j < num_packs) {
         wp[p] = load_param(reinterpret_cast<const WPack*>(weight) + j);
       } else {
 #pragma unroll
@@ -778,7 +783,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
     const acc_t r = ok ? rstd[row] : acc_t(0);
     Pair<acc_t> sums{acc_t(0), acc_t(0)};
 #pragma unroll
-    for (int p = 0; p < kFewPacks; ++p) {
+    for (int p = 0; p < kPacks; ++p) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const acc_t g = gp[p].get(e) * static_cast<acc_t>(wp[p].get(e));
@@ -791,7 +796,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
     const acc_t mean_g = mean != nullptr ? sums.a * inv_cols : acc_t(0);
     const acc_t mean_gx = sums.b * inv_cols;
 #pragma unroll
-    for (int p = 0; p < kFewPacks; ++p) {
+    for (int p = 0; p < kPacks; ++p) {
       const int64_t j = lane + static_cast<int64_t>(p) * threads_per_row;
       if (ok && j < num_packs) {
         XPack out;
@@ -1169,23 +1174,35 @@ bool run_norm_bwd_few_rows(const BwdArgs<T, W>& a) {
       a.rows * a.cols * static_cast<int64_t>(sizeof(T)) > kFewRowsMaxBytes) {
     return false;
   }
-  auto kernel = norm_bwd_few_rows_kernel<T, W>;
-  const int threads_per_row = static_cast<int>(next_pow2(ceil_div(packs, kFewPacks)));
-  // Blocks as small as a row, the column blocks' final sums (2 x kFewColPacks
-  // packs of elements) and one row per column thread allow: with fewer rows
-  // than row lanes the rest of a kFewThreads block only added to its
-  // butterflies and its sum over warps (M = 1: 65 blocks of 512 threads).
-  const int threads = static_cast<int>(std::clamp<int64_t>(
-      next_pow2(a.rows * kFewColPacks), std::max<int64_t>(threads_per_row, 2 * kFewColPacks * kVec), kFewThreads));
-  const int64_t row_blocks = ceil_div(a.rows, threads / threads_per_row);
   const int64_t col_blocks = a.dweight != nullptr || a.dbias != nullptr ? ceil_div(packs, kFewColPacks) : 0;
-  if (row_blocks + col_blocks > resident_blocks(kernel, threads, 0)) {
-    return false;
-  }
-  kernel<<<row_blocks + col_blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, threads_per_row, row_blocks);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return true;
+  // Up to one row per SM: a block per row, kFewSpreadPacks packs a thread. A
+  // row block's time is its SM's share of the bytes more than its latency
+  // (H100, backward kernel us: bf16 64x4096 3.7 -> 2.6 with one row a block
+  // instead of four, and two packs a thread instead of four).
+  const bool spread = a.rows <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const int packs_per_thread = spread && packs <= kFewThreads * kFewSpreadPacks ? kFewSpreadPacks : kFewPacks;
+  const int threads_per_row = static_cast<int>(next_pow2(ceil_div(packs, packs_per_thread)));
+  // Blocks as small as a row, the column blocks' final sums (2 x kFewColPacks
+  // packs of elements) and one row per column thread allow (M = 1: 65 blocks
+  // of 512 threads were mostly idle); spread rows leave the rest of a row
+  // block idle but for the reduction's barriers.
+  const int64_t col_threads = next_pow2(a.rows * kFewColPacks);
+  const int threads = static_cast<int>(
+      std::clamp<int64_t>(col_threads, std::max<int64_t>(threads_per_row, 2 * kFewColPacks * kVec), kFewThreads));
+  const int rows_per_block = spread ? 1 : threads / threads_per_row;
+  const int64_t row_blocks = ceil_div(a.rows, rows_per_block);
+  auto launch = [&](auto kernel) {
+    if (row_blocks + col_blocks > resident_blocks(kernel, threads, 0)) {
+      return false;
+    }
+    kernel<<<row_blocks + col_blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, threads_per_row, rows_per_block,
+        row_blocks);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return true;
+  };
+  return packs_per_thread == kFewSpreadPacks ? launch(norm_bwd_few_rows_kernel<T, W, kFewSpreadPacks>)
+                                             : launch(norm_bwd_few_rows_kernel<T, W, kFewPacks>);
 }
 
 template <typename T, typename W, int kVec>

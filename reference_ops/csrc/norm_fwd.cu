@@ -432,8 +432,10 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
         }
         if (edge(p)) {
           store_span_edge(reinterpret_cast<T*>(yr + at(p)), out, -column0(p), width - column0(p));
-        } else {
+        } else if constexpr (kSpan) {
           store_stream(yr + at(p), out);
+        } else {
+          store_plain(yr + at(p), out);
         }
       };
       if constexpr (kParamBatch == 1) {
