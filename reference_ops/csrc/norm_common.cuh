@@ -201,8 +201,9 @@ struct alignas(sizeof(T) * kN) RawPack {
   static constexpr int kWordsPerElem = sizeof(T) >= 4 ? sizeof(T) / 4 : 1;
 };
 
-// A pack written once (dx, and y of rows of odd width): 16-byte packs
-// evict-first in L1 and L2 (see store_plain); single elements plainly.
+// A pack written once (dx, y of rows of odd width or of calls that fit in L2):
+// 16-byte packs evict-first in L1 and L2 (see store_y); single elements
+// plainly.
 template <typename P>
 __device__ __forceinline__ void store_stream(P* p, const P& v) {
   if constexpr (sizeof(P) == 16) {
@@ -214,15 +215,22 @@ __device__ __forceinline__ void store_stream(P* p, const P& v) {
   }
 }
 
-// A 16-byte pack of y in aligned forward rows: a plain store (H100, kernel
-// time in back-to-back calls: 0.2-1.2 % faster than evict-first at N = 512 -
-// 65536; rows of odd width keep store_stream, 1.5 % slower plainly).
+// A 16-byte pack of y in aligned forward rows: plain when `plain` (calls
+// larger than the L2: 0.2-1.2 % faster than evict-first at N = 512 - 65536,
+// H100), else evict-first as store_stream. Two predicated stores, no branch (a
+// branch per store cost the 64-register kernels spills). Rows of odd width keep
+// store_stream (1.5 % slower plainly).
 template <typename P>
-__device__ __forceinline__ void store_plain(P* p, const P& v) {
+__device__ __forceinline__ void store_y(P* p, const P& v, bool plain) {
   static_assert(sizeof(P) == 16, "16-byte packs");
   int4 bits;
   memcpy(&bits, &v, sizeof(P));
-  *reinterpret_cast<int4*>(p) = bits;
+  asm volatile(
+      "{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\t"
+      "@q st.global.v4.s32 [%0], {%1, %2, %3, %4};\n\t"
+      "@!q st.global.cs.v4.s32 [%0], {%1, %2, %3, %4};\n\t}" ::"l"(p),
+      "r"(bits.x), "r"(bits.y), "r"(bits.z), "r"(bits.w), "r"(static_cast<int>(plain))
+      : "memory");
 }
 
 // Weight and bias, which every row reads again: 16-byte packs (32 for float

@@ -218,6 +218,20 @@ def test_wide_rows_every_mode(op, mode, dtype, shape, device):
     check_against_reference(op, mode, shape[0], shape[1], dtype, device)
 
 
+# The forward stores y plainly when x and y together overflow the L2, evict-first otherwise
+# (norm_fwd.cu): the same row layout on both sides of the line, every forward kernel family (fixed
+# groups, bounded rows, 8-pack rows, cluster slices), forward and backward checked on whole tensors.
+@requires_cuda
+@pytest.mark.parametrize("side", ["fits", "overflows"])
+@pytest.mark.parametrize("N", [512, 4096, 32768, 65536])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_forward_on_both_sides_of_the_l2_size(op, dtype, N, side):
+    row_bytes = 2 * N * torch.finfo(dtype).bits // 8  # x and y
+    M = torch.cuda.get_device_properties(0).L2_cache_size // row_bytes + (side == "overflows")
+    check_against_reference(op, "affine", M, N, dtype, "cuda")
+
+
 # LayerNorm rows far from zero: x = offset + scale * randn, with offset^2 / scale^2 about 4e3
 # (float32) or 2.6e5 (float16). Statistics from float sums of x and x^2 lose enough of the
 # variance to cancellation to fail here (y off by 3e-3 to 6e-3 in float32, 0.1 to 0.3 in
