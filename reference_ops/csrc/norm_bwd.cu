@@ -131,8 +131,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_kernel(
   __shared__ acc_t scratch[64];
   __shared__ acc_t group_partials[kMaxBwdAccBytes / sizeof(acc_t) * kBwdThreads];
   const int lane = threadIdx.x & (threads_per_row - 1);
-  const int group = threadIdx.x / threads_per_row;
-  const int groups = blockDim.x / threads_per_row;
+  const int group = threadIdx.x >> log2_pow2(threads_per_row);
+  const int groups = blockDim.x >> log2_pow2(threads_per_row);
   const int64_t num_packs = cols / kVec;
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
@@ -423,8 +423,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // Row sums: sum(g) (LayerNorm) and sum(g * (x - mean)).
   constexpr int kSums = kRms ? 1 : 2;
   __shared__ ReduceScratch<acc_t, kSums, kMaxClusterSize * kBwdThreads / 32> scratch;
-  const int groups = blockDim.x / threads_per_row;
-  const int group = threadIdx.x / threads_per_row;
+  const int groups = blockDim.x >> log2_pow2(threads_per_row);
+  const int group = threadIdx.x >> log2_pow2(threads_per_row);
   const int lane = threadIdx.x & (threads_per_row - 1);
   const int64_t rank = cluster_rank();
   const int64_t cluster_id = blockIdx.x / cluster;
@@ -754,7 +754,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
   if (blockIdx.x < row_blocks) {
     const int lane = threadIdx.x & (threads_per_row - 1);
     // Groups past rows_per_block only take part in the reduction's barriers.
-    const int group = threadIdx.x / threads_per_row;
+    const int group = threadIdx.x >> log2_pow2(threads_per_row);
     const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_block + group;
     const bool ok = group < rows_per_block && row < rows;
     XPack xp[kPacks];

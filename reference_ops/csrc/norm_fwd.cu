@@ -202,8 +202,7 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   const int cluster = kCluster ? cluster_size : 1;
   const int lane = threadIdx.x & (group - 1);
   const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
-  // group is a power of two: a shift, not a division.
-  const int group_shift = __ffs(group) - 1;
+  const int group_shift = log2_pow2(group);
   const int64_t row =
       static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x >> group_shift) + (threadIdx.x >> group_shift);
   // Groups past the last row still take part in the reductions.
