@@ -476,6 +476,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   XPack* stage = reinterpret_cast<XPack*>(smem + (stats_end + kPackBytes - 1) / kPackBytes * kPackBytes);
 
   const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
+  const int64_t tensor_bytes = rows * cols * static_cast<int64_t>(sizeof(T));
   auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * 2 * slice_packs; };
   auto row_stats = [&](int64_t k) { return stats + ((k % stages) * segments + segment) * 2; };
   auto issue = [&](int64_t k) {
@@ -486,8 +487,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
     XPack* dst = staged(k);
     for (int j = lane; j < packs; j += threads_per_row) {
-      cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
-      cp_async_16(dst + slice_packs + j, gr + j, ok ? kPackBytes : 0);
+      // A span's last pack may run past the tensor's end: copy only its bytes.
+      const int bytes = !ok ? 0 : kSpan ? pack_bytes_within(first + j, tensor_bytes) : kPackBytes;
+      cp_async_16(dst + j, xr + j, bytes);
+      cp_async_16(dst + slice_packs + j, gr + j, bytes);
     }
     if (threadIdx.x % segment_threads == 0) {
       acc_t* st = row_stats(k);

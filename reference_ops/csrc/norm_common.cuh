@@ -164,6 +164,26 @@ struct alignas(sizeof(T) * kN) RawPack {
     }
   }
 
+  // Elements [0, n) read one at a time from src[e], the rest zero: a pack that
+  // runs past the end of its tensor (its last pack, when the tensor's bytes are
+  // not a multiple of 16) is never read beyond that end.
+  __device__ __forceinline__ void load_elems(const T* src, int n) {
+    zero();
+#pragma unroll
+    for (int e = 0; e < kN; ++e) {
+      if (e < n) {
+        if constexpr (sizeof(T) == 2) {
+          w[e >> 1] |= static_cast<uint32_t>(reinterpret_cast<const unsigned short*>(src)[e]) << (16 * (e & 1));
+        } else {
+#pragma unroll
+          for (int i = 0; i < kWordsPerElem; ++i) {
+            w[e * kWordsPerElem + i] = reinterpret_cast<const uint32_t*>(src)[e * kWordsPerElem + i];
+          }
+        }
+      }
+    }
+  }
+
   // Elements sh .. sh + kN - 1 of the concatenation lo:hi (0 <= sh < kN). The
   // word offset is applied one bit at a time as selects, so every register
   // index stays a compile-time constant (a run-time index would go to local
@@ -299,13 +319,35 @@ __device__ __forceinline__ P load_row(const P* p) {
   return out;
 }
 
+// Pack `index` of a tensor of `numel` elements of P's type: one 16-byte load
+// when the pack lies inside the tensor, else (the tensor's last pack, when
+// numel is not a multiple of the pack) its elements before numel one at a
+// time and zeros after. No load leaves the tensor: its end may be the end of
+// an allocation (exact-size allocations, DLPack, another framework's memory).
+template <typename P>
+__device__ __forceinline__ P load_row_within(const P* base, int64_t index, int64_t numel) {
+  constexpr int kN = P::kSize;
+  if ((index + 1) * kN <= numel) {
+    return load_row(base + index);
+  }
+  P out;
+  out.load_elems(reinterpret_cast<const typename P::elem_t*>(base + index), static_cast<int>(numel - index * kN));
+  return out;
+}
+
+// Bytes of pack `index` (16 bytes each) inside a tensor of `bytes` bytes:
+// cp.async copies those and zero-fills the rest.
+__device__ __forceinline__ int pack_bytes_within(int64_t index, int64_t bytes) {
+  const int64_t left = bytes - index * kPackBytes;
+  return left >= kPackBytes ? kPackBytes : left > 0 ? static_cast<int>(left) : 0;
+}
+
 // Rows whose width is not a multiple of the pack ("spans", odd N): a row is
 // read and written as the 16-byte packs of the whole tensor that cover it. It
 // starts `shift` elements into its first pack; the edge packs hold elements of
-// the neighbouring rows, which are masked out and never written. Reads stay in
-// the 16-byte-aligned granules that hold a tensor's elements (up to 15 bytes
-// past its last element, never across a page), and what lies outside the row
-// is never used.
+// the neighbouring rows, which are masked out and never written. The tensor's
+// last pack, which may run past its end, is read element by element
+// (load_row_within) or with a shortened copy (pack_bytes_within).
 struct RowSpan {
   int64_t first; // the row's first pack, counted from the start of the tensor
   int shift;     // elements of that pack before the row
@@ -327,20 +369,34 @@ __device__ __forceinline__ RowSpan row_span(int64_t row, int64_t cols) {
   }
 }
 
+// Pack q of a parameter of `cols` elements: load_param when the pack lies
+// inside it, else the elements before `cols` one at a time (zeros after).
+template <typename P>
+__device__ __forceinline__ P load_param_within(const P* packs, int q, int cols) {
+  constexpr int kN = P::kSize;
+  if ((q + 1) * kN <= cols) {
+    return load_param(packs + q);
+  }
+  P out;
+  out.load_elems(reinterpret_cast<const typename P::elem_t*>(packs + q), cols - q * kN);
+  return out;
+}
+
 // Columns c0 .. c0 + kN - 1 of a parameter of `cols` elements (16-byte aligned,
-// c0 > -kN) as one pack: one or two aligned loads and a shift. Elements outside
-// [0, cols) are undefined (the caller masks them with keep).
+// c0 > -kN) as one pack: one or two aligned loads and a shift, none past the
+// parameter's end. Elements outside [0, cols) are undefined (the caller masks
+// them with keep).
 template <typename P>
 __device__ __forceinline__ P load_span_param(const P* packs, int c0, int cols) {
   constexpr int kN = P::kSize;
   const int last = (cols - 1) / kN;
   const int q = c0 >= 0 ? c0 / kN : -1;
   const int sh = c0 - q * kN;
-  const P lo = load_param(packs + min(max(q, 0), last));
+  const P lo = load_param_within(packs, min(max(q, 0), last), cols);
   if (sh == 0) {
     return lo;
   }
-  return P::shifted(lo, load_param(packs + min(q + 1, last)), sh);
+  return P::shifted(lo, load_param_within(packs, min(q + 1, last), cols), sh);
 }
 
 // Writes elements [lo, hi) of an edge pack of a span one at a time; out of line,

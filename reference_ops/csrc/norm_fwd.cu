@@ -275,8 +275,13 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
     const int j = lane + p * group;
     if (ok && (kFull || j < packs)) {
       // Read once, yet not evict-first (ld.global.cs ran 0-1.6 % slower in
-      // the bench's back-to-back calls on an H100, most at N = 65536).
-      xp[p] = load_row(xr + at(p));
+      // the bench's back-to-back calls on an H100, most at N = 65536). A
+      // span's last pack may run past the tensor's end.
+      if constexpr (kSpan) {
+        xp[p] = load_row_within(reinterpret_cast<const XPack*>(x), span.first + pack0 + at(p), rows * width);
+      } else {
+        xp[p] = load_row(xr + at(p));
+      }
     } else {
       xp[p].zero();
     }
