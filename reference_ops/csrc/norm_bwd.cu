@@ -476,7 +476,6 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   XPack* stage = reinterpret_cast<XPack*>(smem + (stats_end + kPackBytes - 1) / kPackBytes * kPackBytes);
 
   const int64_t iters = first_row < rows ? (rows - first_row + row_step - 1) / row_step : 0;
-  const int64_t tensor_bytes = rows * cols * static_cast<int64_t>(sizeof(T));
   auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * 2 * slice_packs; };
   auto row_stats = [&](int64_t k) { return stats + ((k % stages) * segments + segment) * 2; };
   auto issue = [&](int64_t k) {
@@ -486,11 +485,18 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
     const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
     XPack* dst = staged(k);
+    // The tensor's last pack, when it runs past the tensor's end, is copied one
+    // element at a time (cp.async reads all 16 bytes even when told to copy
+    // fewer).
+    const TailPack tail = kSpan ? tail_pack<kVec>(row, rows, cols, span, pack0) : TailPack{-1, 0};
     for (int j = lane; j < packs; j += threads_per_row) {
-      // A span's last pack may run past the tensor's end: copy only its bytes.
-      const int bytes = !ok ? 0 : kSpan ? pack_bytes_within(first + j, tensor_bytes) : kPackBytes;
-      cp_async_16(dst + j, xr + j, bytes);
-      cp_async_16(dst + slice_packs + j, gr + j, bytes);
+      if (kSpan && j == tail.index) {
+        dst[j].load_elems(reinterpret_cast<const T*>(xr + j), tail.elems);
+        dst[slice_packs + j].load_elems(reinterpret_cast<const T*>(gr + j), tail.elems);
+      } else {
+        cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
+        cp_async_16(dst + slice_packs + j, gr + j, ok ? kPackBytes : 0);
+      }
     }
     if (threadIdx.x % segment_threads == 0) {
       acc_t* st = row_stats(k);

@@ -319,35 +319,11 @@ __device__ __forceinline__ P load_row(const P* p) {
   return out;
 }
 
-// Pack `index` of a tensor of `numel` elements of P's type: one 16-byte load
-// when the pack lies inside the tensor, else (the tensor's last pack, when
-// numel is not a multiple of the pack) its elements before numel one at a
-// time and zeros after. No load leaves the tensor: its end may be the end of
-// an allocation (exact-size allocations, DLPack, another framework's memory).
-template <typename P>
-__device__ __forceinline__ P load_row_within(const P* base, int64_t index, int64_t numel) {
-  constexpr int kN = P::kSize;
-  if ((index + 1) * kN <= numel) {
-    return load_row(base + index);
-  }
-  P out;
-  out.load_elems(reinterpret_cast<const typename P::elem_t*>(base + index), static_cast<int>(numel - index * kN));
-  return out;
-}
-
-// Bytes of pack `index` (16 bytes each) inside a tensor of `bytes` bytes:
-// cp.async copies those and zero-fills the rest.
-__device__ __forceinline__ int pack_bytes_within(int64_t index, int64_t bytes) {
-  const int64_t left = bytes - index * kPackBytes;
-  return left >= kPackBytes ? kPackBytes : left > 0 ? static_cast<int>(left) : 0;
-}
-
 // Rows whose width is not a multiple of the pack ("spans", odd N): a row is
 // read and written as the 16-byte packs of the whole tensor that cover it. It
 // starts `shift` elements into its first pack; the edge packs hold elements of
 // the neighbouring rows, which are masked out and never written. The tensor's
-// last pack, which may run past its end, is read element by element
-// (load_row_within) or with a shortened copy (pack_bytes_within).
+// last pack, which may run past its end, is read element by element (TailPack).
 struct RowSpan {
   int64_t first; // the row's first pack, counted from the start of the tensor
   int shift;     // elements of that pack before the row
@@ -380,6 +356,23 @@ __device__ __forceinline__ P load_param_within(const P* packs, int q, int cols) 
   P out;
   out.load_elems(reinterpret_cast<const typename P::elem_t*>(packs + q), cols - q * kN);
   return out;
+}
+
+// The tensor's last pack when it runs past the tensor's end (N * rows not a
+// multiple of kVec): its index within the row's slice of span packs starting
+// at pack0 (-1 in every row but the last) and its elements inside the tensor.
+// That pack is read one element at a time (RawPack::load_elems), so no load
+// leaves the tensor, whose end may be the end of an allocation (exact-size
+// allocations, DLPack, another framework's memory).
+struct TailPack {
+  int index;
+  int elems;
+};
+
+template <int kVec>
+__device__ __forceinline__ TailPack tail_pack(int64_t row, int64_t rows, int64_t cols, const RowSpan& span, int pack0) {
+  const int elems = static_cast<int>(rows * cols % kVec);
+  return {row == rows - 1 && elems != 0 ? span.packs - 1 - pack0 : -1, elems};
 }
 
 // Columns c0 .. c0 + kN - 1 of a parameter of `cols` elements (16-byte aligned,

@@ -269,16 +269,16 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   if constexpr (kEarlyWeight && kFixed) {
     load_early_weight();
   }
+  const TailPack tail = kSpan ? tail_pack<kVec>(row, rows, width, span, pack0) : TailPack{-1, 0};
   XPack xp[kSlots];
 #pragma unroll
   for (int p = 0; p < kSlots; ++p) {
     const int j = lane + p * group;
     if (ok && (kFull || j < packs)) {
       // Read once, yet not evict-first (ld.global.cs ran 0-1.6 % slower in
-      // the bench's back-to-back calls on an H100, most at N = 65536). A
-      // span's last pack may run past the tensor's end.
-      if constexpr (kSpan) {
-        xp[p] = load_row_within(reinterpret_cast<const XPack*>(x), span.first + pack0 + at(p), rows * width);
+      // the bench's back-to-back calls on an H100, most at N = 65536).
+      if (kSpan && j == tail.index) {
+        xp[p].load_elems(reinterpret_cast<const T*>(xr + at(p)), tail.elems);
       } else {
         xp[p] = load_row(xr + at(p));
       }
