@@ -1,0 +1,30 @@
+"""compute-sanitizer over every kernel family (scripts/sanitize.py): memcheck with the caching
+allocator and with exact allocations, racecheck, synccheck and initcheck report zero errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+PROJECT = Path(__file__).resolve().parents[1]
+SANITIZE = PROJECT.parent / "scripts" / "sanitize.py"
+SANITIZER = shutil.which("compute-sanitizer") or (
+    "/usr/local/cuda/bin/compute-sanitizer" if os.path.exists("/usr/local/cuda/bin/compute-sanitizer") else None
+)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.skipif(SANITIZER is None, reason="needs compute-sanitizer (CUDA Toolkit)")
+def test_every_kernel_family_is_sanitizer_clean(tmp_path):
+    env = dict(os.environ, PATH=f"{Path(SANITIZER).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, str(SANITIZE), "--out", str(tmp_path), "--timeout", "300"],
+                          env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert "result: clean" in proc.stdout
