@@ -9,7 +9,9 @@ Environment:
 
 import glob
 import os
+import re
 import shutil
+import subprocess
 import sys
 
 import torch
@@ -32,6 +34,16 @@ def require_nvcc() -> None:
         )
     if torch.version.cuda is None:
         sys.exit("reference_ops: the installed torch has no CUDA support; install a CUDA build of torch.")
+    # A CUDA minor difference (nvcc 13.0, torch built with 13.2) builds; a major one cannot.
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    release = re.search(r"release (\d+)\.(\d+)", version)
+    torch_major = torch.version.cuda.split(".")[0]
+    if release and release[1] != torch_major:
+        sys.exit(
+            f"reference_ops: nvcc ({nvcc}) is CUDA {release[1]}.{release[2]}, but torch {torch.__version__} is "
+            f"built with CUDA {torch.version.cuda}. Install the CUDA Toolkit {torch_major}.x and set CUDA_HOME "
+            f"to it, or install a torch built for CUDA {release[1]} (https://pytorch.org/get-started/locally/)."
+        )
 
 
 def default_arch_list() -> None:
@@ -45,8 +57,8 @@ def get_extensions():
     default_arch_list()
     debug = os.getenv("DEBUG", "0") == "1"
     cxx = ["-O0", "-g"] if debug else ["-O3"]
+    # No -std flag: torch.utils.cpp_extension passes the C++ standard its own headers need.
     nvcc = ["-O0", "-g", "-G"] if debug else ["-O3", "-lineinfo"]
-    nvcc += ["-std=c++17"]
     sources = sorted(
         glob.glob(os.path.join(HERE, "csrc", "*.cpp")) + glob.glob(os.path.join(HERE, "csrc", "*.cu"))
     )
