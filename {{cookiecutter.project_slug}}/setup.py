@@ -9,6 +9,8 @@ Environment:
 
 import glob
 import os
+import re
+import subprocess
 
 import torch
 from setuptools import setup
@@ -28,10 +30,21 @@ def check_toolchain() -> None:
             f"torch {torch.__version__} is a CPU-only build; install a CUDA build of torch "
             "(e.g. `pip install torch` on Linux) and build again"
         )
-    if CUDA_HOME is None:
+    nvcc = os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else None
+    if nvcc is None or not os.path.exists(nvcc):
         raise RuntimeError(
             f"nvcc was not found; install the CUDA Toolkit {torch.version.cuda.split('.')[0]}.x "
             "(the CUDA major version of your torch) and set CUDA_HOME or put nvcc on PATH"
+        )
+    # nvcc and torch must share the CUDA major version; a minor difference (13.0 and 13.2) builds.
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    release = re.search(r"release (\d+)\.(\d+)", version)
+    torch_major = torch.version.cuda.split(".")[0]
+    if release and release[1] != torch_major:
+        raise RuntimeError(
+            f"nvcc ({nvcc}) is CUDA {release[1]}.{release[2]}, but torch {torch.__version__} is built with CUDA "
+            f"{torch.version.cuda}; install the CUDA Toolkit {torch_major}.x and set CUDA_HOME to it, or install a "
+            f"torch built for CUDA {release[1]} (https://pytorch.org/get-started/locally/)"
         )
     if "TORCH_CUDA_ARCH_LIST" not in os.environ and not torch.cuda.is_available():
         # Without a GPU to ask, torch would build for every architecture it knows.
@@ -40,6 +53,7 @@ def check_toolchain() -> None:
 
 def extension() -> CUDAExtension:
     cxx_flags = ["-O0", "-g"] if DEBUG else ["-O3"]
+    # No -std flag: torch.utils.cpp_extension passes the C++ standard its headers need (C++20 from torch 2.12).
     nvcc_flags = ["-O0", "-g", "-G"] if DEBUG else ["-O3", "-lineinfo"]
     if PY_LIMITED_API:
         cxx_flags.append("-DPy_LIMITED_API=0x030A0000")
