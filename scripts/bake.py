@@ -76,6 +76,16 @@ def expected_files(options: dict, package: str, op: str) -> set[str]:
     return files
 
 
+def torch_cxx_standard() -> str:
+    """The -std flag torch.utils.cpp_extension gives the extensions it builds: c++20 from torch 2.12
+    (current torch headers need it), c++17 before. For compile commands written by hand; the
+    setup.py files pass none and let torch choose."""
+    import torch
+
+    major, minor = (int(n) for n in torch.__version__.split(".")[:2])
+    return "-std=c++20" if (major, minor) >= (2, 12) else "-std=c++17"
+
+
 def build_env(arch_list: str | None = None, jobs: int = 2) -> dict:
     env = dict(os.environ, MAX_JOBS=str(jobs))
     if arch_list:

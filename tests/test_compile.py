@@ -14,6 +14,7 @@ import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import bake
 import pytest
 
 torch_extension = pytest.importorskip("torch.utils.cpp_extension")
@@ -36,7 +37,7 @@ def defines(source: Path, options: dict) -> list[str]:
 
 
 def command(source: Path, options: dict, obj: Path) -> list[str]:
-    common = include_flags() + defines(source, options) + ["-std=c++17"]
+    common = include_flags() + defines(source, options) + [bake.torch_cxx_standard()]
     if source.suffix == ".cu":
         nvcc = os.path.join(torch_extension.CUDA_HOME or "/usr/local/cuda", "bin", "nvcc")
         return [nvcc, *torch_extension.COMMON_NVCC_FLAGS, ARCH, "-O0", *common, "-Xcompiler", "-fPIC",

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds and tests against the ends of the supported torch range, each in its own virtual
+# environment under .torch-range/ (CI runs `newest` through .ci/run):
+#   newest  the newest torch on the package index (`pip install --upgrade torch`)
+#   oldest  the floor that reference_ops/pyproject.toml declares (torch>=X: torch==X)
+# For each: reference_ops built with its CUDA kernels and its tests run, then a generated project of
+# each registration style (torch_library, pybind11) rendered, built and its own tests run.
+# nvcc builds sm_90 code (TORCH_CUDA_ARCH_LIST); without a GPU the CUDA tests skip.
+#   bash scripts/test-torch-range.sh [newest|oldest|both]      # default: newest
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+python=${PYTHON:-python3}
+ends=${1:-newest}
+case "$ends" in
+  newest|oldest) ;;
+  both) ends="oldest newest" ;;
+  *) echo "usage: bash scripts/test-torch-range.sh [newest|oldest|both]" >&2; exit 2 ;;
+esac
+command -v nvcc >/dev/null || export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
+command -v nvcc >/dev/null || { echo "ERROR: nvcc not found: install the CUDA Toolkit 13.x" >&2; exit 1; }
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
+export MAX_JOBS=${MAX_JOBS:-$(nproc)}
+floor=$(sed -n 's/^dependencies = \["torch>=\([0-9.]*\)".*/\1/p' "$root/reference_ops/pyproject.toml")
+[ -n "$floor" ] || { echo "ERROR: no torch>=X in reference_ops/pyproject.toml dependencies" >&2; exit 1; }
+# The generated projects: both registration styles, both starter kernels, every dtype, CPU kernels.
+projects=(elementwise-torch_library-f16-bf16-f64-cpu rowwise-pybind11-f16-bf16-f64-cpu)
+
+for end in $ends; do
+  dir=$root/.torch-range/$end
+  venv=$dir/venv
+  if [ "$end" = newest ]; then spec=torch; else spec="torch==$floor"; fi
+  echo "== torch $end ($spec): $venv"
+  start=$SECONDS
+  [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+  pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
+  "${pip[@]}" -r <(grep -v '^torch\b' "$root/requirements-dev.txt")
+  "${pip[@]}" --upgrade "$spec"
+  echo "installed in $((SECONDS - start)) s"
+  "$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__} (CUDA {torch.version.cuda})")'
+  nvcc --version | sed -n 's/.*release \([0-9.]*\),.*/nvcc: CUDA \1/p'
+
+  echo "== reference_ops against torch $end"
+  rm -rf "$dir/reference_ops"
+  mkdir -p "$dir/reference_ops"
+  # A copy, so the build in reference_ops/ that .venv imports is left alone.
+  tar -C "$root/reference_ops" --exclude=build --exclude='*.so' --exclude='*.egg-info' \
+      --exclude=__pycache__ --exclude=.hypothesis -cf - . | tar -C "$dir/reference_ops" -xf -
+  start=$SECONDS
+  "${pip[@]}" --no-build-isolation --no-deps -e "$dir/reference_ops"
+  echo "reference_ops built in $((SECONDS - start)) s"
+  (cd "$dir/reference_ops" && "$venv/bin/python" -m pytest tests -q -p no:cacheprovider -ra)
+
+  echo "== generated projects against torch $end"
+  only=()
+  for p in "${projects[@]}"; do only+=(--only "$p"); done
+  "$venv/bin/python" "$root/scripts/bake.py" matrix --out "$dir/projects" --jobs 1 \
+      --build-jobs "$MAX_JOBS" --arch "$TORCH_CUDA_ARCH_LIST" "${only[@]}"
+done
