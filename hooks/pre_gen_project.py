@@ -129,8 +129,8 @@ def check_known_names(key: str, value: str) -> str | None:
                     f"name is also its C++ namespace; choose another name, e.g. {alternative}")
         if value in CPP_GLOBAL_NAMES:
             return (f"{value!r} is declared at global scope by the C/C++/CUDA headers the extension includes "
-                    f"(a C library or CUDA function, type or namespace), so the C++ namespace {value} would not compile; "
-                    f"choose another name, e.g. {alternative}")
+                    f"(a C library or CUDA function, type or namespace), which the package's C++ namespace "
+                    f"{value} would clash with; choose another name, e.g. {alternative}")
     if key == "op_name":
         alternative = f"fused_{value}"
         if value in SHADOWED_PACKAGES or value in dir(builtins):
@@ -410,7 +410,9 @@ def template_collisions(answers: dict) -> dict[str, str]:
         if not path.endswith(CPP_SUFFIXES) or len(sources) != 1:
             continue
         everything, outside = cpp_facts(_render_probe(str(template_dir / sources[0]), probe_json))
-        if package in outside - {PROBE_PACKAGE}:
+        # The package's namespace is a global name: it meets every name used outside it (the op's
+        # entry points among them, where registration.cpp names them after `using namespace`).
+        if package in {rename(name) for name in outside if name != PROBE_PACKAGE}:
             report("package_name", f"{package!r} is a name the generated {path} already uses outside the package's "
                                    f"C++ namespace, which has the package's name")
         template_names = {n for n in everything if PROBE_OP not in n and PROBE_PACKAGE not in n}

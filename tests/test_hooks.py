@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,6 +108,9 @@ def test_other_bad_answers_are_refused(answers, key):
 @pytest.mark.parametrize("answers", [
     ["project_slug=my cuda op"], ["project_slug=my'op"], ["float16=maybe"], ["email=nobody"],
     ["op_name=ops"], ["project_name=$(touch x)"],
+    # Names the generated project already uses (tests/test_name_collisions.py tries them all).
+    ["op_name=x"], ["op_name=gradcheck"], ["package_name=support"], ["package_name=norm"],
+    ["package_name=arg", "registration=pybind11"],
 ])
 def test_cookiecutter_refuses_other_bad_answers_and_writes_nothing(tmp_path, answers):
     result = run_cookiecutter(tmp_path, *answers)
@@ -147,3 +151,20 @@ def test_post_hook_removes_empty_files_and_folders_but_keeps_markers(tmp_path):
 def test_post_hook_prints_next_steps():
     text = post_gen.next_steps({"project_slug": "my-op", "package_name": "my_op", "op_name": "fused"})
     assert "cd my-op" in text and "pip install --no-build-isolation -e" in text and "pytest" in text
+
+
+@pytest.mark.parametrize("with_pwd", [True, False])
+def test_collisions_are_found_with_a_relative_template_path(tmp_path, with_pwd):
+    """The hook runs in the new project's folder; a relative template path is relative to where
+    cookiecutter started (found from $PWD, or from the parent process without it)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PWD"}
+    if with_pwd:
+        env["PWD"] = str(tmp_path)
+    template = os.path.relpath(ROOT, tmp_path)
+    result = subprocess.run([*COOKIECUTTER, "--no-input", template, "-o", str(out), "op_name=x"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "ERROR: op_name: 'x' is a name that the generated my_cuda_op/modules.py" in result.stderr, result.stderr
+    assert list(out.iterdir()) == []

@@ -42,6 +42,9 @@ GPU_COLLISION_PROJECTS = [
     # parameter, the module's attribute and the functor's member.
     {"kernel": "elementwise", "registration": "torch_library", "float16": True, "bfloat16": True,
      "float64": True, "cpu_impl": True, "package_name": "apply", "op_name": "scale"},
+    # The package named after its op: one name as namespace, module, function and op prefix.
+    {"kernel": "rowwise", "registration": "torch_library", "float16": False, "bfloat16": True,
+     "float64": True, "cpu_impl": True, "package_name": "softmax", "op_name": "softmax"},
 ]
 
 
@@ -222,23 +225,43 @@ def test_refusals_say_why_and_what_to_type(key, name, reason):
     assert re.search(r"choose another name, e\.g\. \w+$", errors[0]), errors[0]
 
 
+def test_package_named_after_the_op(probes, renderings):
+    """package_name against the op's own derived names (<op>_reference, <op>_fwd, ...) and the op's name."""
+    derived = {n for p in probes.values() for f in p.rglob("*") if f.is_file()
+               for n in names.CPP_IDENTIFIER.findall(f"{f.relative_to(p)} {f.read_text()}") if names.PROBE_OP in n}
+    assert {names.PROBE_OP, f"{names.PROBE_OP}_reference", f"{names.PROBE_OP}_fwd"} <= derived
+    failures = []
+    for sample, rendering in renderings.items():
+        for name in sorted(derived):
+            package = name.replace(names.PROBE_OP, "foo")
+            if hook.check_identifier("package_name", package, "x") is None and not hook.validate(
+                    answers(sample, op_name="foo", package_name=package)):
+                failures += [f"{sample} {package}: {p}" for p in rendering.problems_with("foo", package)]
+    assert not failures, "\n".join(failures)
+    assert hook.validate(answers("elementwise-torch_library", op_name="foo", package_name="foo")) == []
+    assert hook.validate(answers("elementwise-torch_library", op_name="foo", package_name="foo_reference"))
+    # `using namespace foo_fwd;` then `&foo_fwd`: the namespace and the function are ambiguous.
+    assert hook.validate(answers("rowwise-pybind11", op_name="foo", package_name="foo_fwd"))
+
+
 def test_names_outside_the_namespace_depend_on_the_registration():
     # pybind11's registration.cpp calls py::arg(...) beside the package's namespace; torch_library's does not.
     assert "outside the package's C++ namespace" in hook.validate(answers("rowwise-pybind11", package_name="arg"))[0]
     assert hook.validate(answers("elementwise-torch_library", package_name="arg")) == []
 
 
-def test_substitution_is_what_cookiecutter_renders(tmp_path, renderings):
-    """The check above substitutes names into a probe rendering; cookiecutter renders the same."""
-    for project in GPU_COLLISION_PROJECTS:
-        options = {k: v for k, v in project.items() if k in bake.MATRIX}
-        sample = next(s for s, o in names.SAMPLES.items() if options.items() >= o.items())
-        real = bake.render(options, tmp_path / sample, project_slug="zz-probe-project", op_name=project["op_name"],
-                           package_name=project["package_name"])
-        rename = renamer(project["op_name"], project["package_name"])
-        expected = {rename(path): rename(text) for path, text in renderings[sample].files.items()}
-        actual = {str(p.relative_to(real)): p.read_text() for p in real.rglob("*") if p.is_file()}
-        assert actual == expected
+@pytest.mark.parametrize("sample, op, package", [
+    ("rowwise-pybind11", "forward", "combine"), ("elementwise-torch_library", "scale", "apply"),
+    ("rowwise-pybind11", "softmax", "softmax"),
+])
+def test_substitution_is_what_cookiecutter_renders(tmp_path, renderings, sample, op, package):
+    """The checks above substitute names into a probe rendering; cookiecutter renders the same."""
+    real = bake.render(names.SAMPLES[sample], tmp_path, project_slug="zz-probe-project", op_name=op,
+                       package_name=package)
+    rename = renamer(op, package)
+    expected = {rename(path): rename(text) for path, text in renderings[sample].files.items()}
+    actual = {str(p.relative_to(real)): p.read_text() for p in real.rglob("*") if p.is_file()}
+    assert actual == expected
 
 
 def test_dependency_modules_and_torch_namespaces_are_refused():
