@@ -152,9 +152,8 @@ def compile_flags() -> list[str]:
     from torch.utils import cpp_extension
 
     includes = cpp_extension.include_paths(device_type="cuda") + [sysconfig.get_paths()["include"]]
-    # The C++ standard torch builds extensions with (bake knows which torch wants which).
-    standard = getattr(bake, "torch_cxx_standard", lambda: "-std=c++17")()
-    return [standard, *(f"-I{p}" for p in includes), "-DTORCH_EXTENSION_NAME=_C", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+    # The C++ standard torch builds extensions with.
+    return [bake.torch_cxx_standard(), *(f"-I{p}" for p in includes), "-DTORCH_EXTENSION_NAME=_C", "-DTORCH_API_INCLUDE_EXTENSION_H"]
 
 
 def nvcc_command() -> list[str] | None:
