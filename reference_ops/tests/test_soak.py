@@ -4,6 +4,8 @@ same inputs give the same results, bit for bit, at the end as at the start."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import torch
 
@@ -41,6 +43,9 @@ def step(op, N, x, w, b, dy):
 def test_soak_memory_flat_and_results_unchanged():
     cases = make_cases()
     first = [step(*case) for case in cases]
+    # Readings after gc.collect(): a tensor held by a reference cycle is freed by Python's cycle
+    # collector at a time of its choosing, not when the call returns.
+    gc.collect()
     torch.cuda.synchronize()
     baseline = torch.cuda.memory_allocated()
     allocated, reserved = [], []
@@ -48,6 +53,7 @@ def test_soak_memory_flat_and_results_unchanged():
         outputs = step(*cases[i % len(cases)])
         del outputs
         if (i + 1) % 1000 == 0:
+            gc.collect()
             torch.cuda.synchronize()
             allocated.append(torch.cuda.memory_allocated())
             reserved.append(torch.cuda.memory_reserved())

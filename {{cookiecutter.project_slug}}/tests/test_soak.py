@@ -4,6 +4,8 @@ results, bit for bit, at the end as at the start."""
 
 from __future__ import annotations
 
+import gc
+
 import torch
 from support import DTYPES, SCALE, op, random_input, requires_cuda
 
@@ -25,12 +27,16 @@ def test_soak_memory_flat_and_results_unchanged():
         dtype = DTYPES[i % len(DTYPES)]
         cases.append((random_input(shape, dtype, "cuda"), random_input(shape, dtype, "cuda", std=1.0)))
     first = [step(*case) for case in cases]
+    # Readings after gc.collect(): a tensor held by a reference cycle is freed by Python's cycle
+    # collector at a time of its choosing, not when the call returns.
+    gc.collect()
     torch.cuda.synchronize()
     baseline = torch.cuda.memory_allocated()
     allocated = []
     for i in range(CALLS):
         step(*cases[i % len(cases)])
         if (i + 1) % 1000 == 0:
+            gc.collect()
             torch.cuda.synchronize()
             allocated.append(torch.cuda.memory_allocated())
     print(f"\nsoak: {CALLS} calls; allocated bytes at start {baseline}, every 1000 calls {sorted(set(allocated))}")
