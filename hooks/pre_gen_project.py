@@ -150,7 +150,9 @@ def check_known_names(key: str, value: str) -> str | None:
 def find_template_dir(answers: dict) -> Path | None:
     """The template's project folder, or None when it cannot be found."""
     repo = str(answers.get("_repo_dir") or "")
-    candidates = []
+    # cookiecutter runs the hooks from inside the template (hooks.run_hook_from_repo_dir: work_in),
+    # so its working directory is the template's, whatever path it was given.
+    candidates = [Path(f"/proc/{os.getppid()}/cwd")]
     if repo:
         candidates.append(Path(repo))
         # A relative template path is relative to where cookiecutter was started, not to the
