@@ -54,7 +54,10 @@ at::Tensor {{cookiecutter.op_name}}_fwd(const at::Tensor& x, double scale) {
 {%- endif %}
   const at::Tensor x_contig = x.contiguous();
 {%- if cookiecutter.__cpu == 'True' %}
-  return x.is_cuda() ? {{cookiecutter.op_name}}_fwd_cuda(x_contig, scale) : {{cookiecutter.op_name}}_fwd_cpu(x_contig, scale);
+  if (x.is_cuda()) {
+    return {{cookiecutter.op_name}}_fwd_cuda(x_contig, scale);
+  }
+  return {{cookiecutter.op_name}}_fwd_cpu(x_contig, scale);
 {%- else %}
   return {{cookiecutter.op_name}}_fwd_cuda(x_contig, scale);
 {%- endif %}
@@ -67,8 +70,10 @@ at::Tensor {{cookiecutter.op_name}}_bwd(const at::Tensor& grad_out, const at::Te
   const at::Tensor grad_contig = grad_out.contiguous();
   const at::Tensor saved_contig = saved.contiguous();
 {%- if cookiecutter.__cpu == 'True' %}
-  return saved.is_cuda() ? {{cookiecutter.op_name}}_bwd_cuda(grad_contig, saved_contig, scale)
-                         : {{cookiecutter.op_name}}_bwd_cpu(grad_contig, saved_contig, scale);
+  if (saved.is_cuda()) {
+    return {{cookiecutter.op_name}}_bwd_cuda(grad_contig, saved_contig, scale);
+  }
+  return {{cookiecutter.op_name}}_bwd_cpu(grad_contig, saved_contig, scale);
 {%- else %}
   return {{cookiecutter.op_name}}_bwd_cuda(grad_contig, saved_contig, scale);
 {%- endif %}

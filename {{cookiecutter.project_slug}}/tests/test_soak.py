@@ -41,7 +41,7 @@ def test_soak_memory_flat_and_results_unchanged():
             allocated.append(torch.cuda.memory_allocated())
     print(f"\nsoak: {CALLS} calls; allocated bytes at start {baseline}, every 1000 calls {sorted(set(allocated))}")
     assert all(a == baseline for a in allocated), f"allocated memory moved from {baseline}: {allocated}"
-    for (x, grad_out), before in zip(cases, first):
+    for (x, grad_out), before in zip(cases, first, strict=True):
         after = step(x, grad_out)
         assert torch.equal(before[0], after[0]), f"{tuple(x.shape)} {x.dtype}: the output changed"
         assert torch.equal(before[1], after[1]), f"{tuple(x.shape)} {x.dtype}: the gradient changed"

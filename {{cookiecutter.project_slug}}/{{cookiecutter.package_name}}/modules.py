@@ -8,7 +8,10 @@ from .ops import {{cookiecutter.op_name}}
 
 
 class {{cookiecutter.__class_name}}(torch.nn.Module):
-    """Applies ``{{cookiecutter.__math}}``; see :func:`{{cookiecutter.package_name}}.{{cookiecutter.op_name}}`."""
+    """Applies ``{{cookiecutter.__math}}``.
+
+    See :func:`{{cookiecutter.package_name}}.{{cookiecutter.op_name}}`.
+    """
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()
