@@ -61,7 +61,7 @@ def expected_files(options: dict, package: str, op: str) -> set[str]:
     """Every file a project with these options must contain, and nothing else."""
     files = {
         ".clang-format", ".github/workflows/ci.yml", ".gitignore", ".pre-commit-config.yaml",
-        "LICENSE", "README.md", "pyproject.toml", "setup.py", "benchmarks/benchmark.py",
+        "LICENSE", "MANIFEST.in", "README.md", "doctor.py", "pyproject.toml", "setup.py", "benchmarks/benchmark.py",
         f"csrc/{op}.h", f"csrc/{op}.cpp", f"csrc/{op}_cuda.cu", f"csrc/{op}_math.h", "csrc/registration.cpp",
         f"{package}/__init__.py", f"{package}/_registration.py", f"{package}/modules.py",
         f"{package}/ops.py", f"{package}/py.typed", f"{package}/reference.py",

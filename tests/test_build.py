@@ -23,11 +23,9 @@ BUILT = [
 
 
 @pytest.mark.parametrize("options", BUILT, ids=bake.combo_id)
-def test_project_builds_and_passes_its_tests(tmp_path, options):
-    project = bake.render(options, tmp_path, **bake.NAMES)
-    env = bake.build_env(arch_list="9.0", jobs=2)
-    build = bake.build(project, env, tmp_path / "build.log")
-    assert build.returncode == 0, (tmp_path / "build.log").read_text()[-5000:]
+def test_project_builds_and_passes_its_tests(tmp_path, built_project, options):
+    project, build, build_log = built_project(options)
+    assert build.returncode == 0, build_log.read_text()[-5000:]
     assert list((project / "matrix_op").glob("_C*.so")), "no extension module was built"
 
     counts = bake.run_tests(project, tmp_path / "test.log")

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import bake
 import pytest
+import tomllib
 import yaml
 
 BIN = Path(sys.executable).parent
@@ -95,7 +95,7 @@ def test_linters_are_the_versions_pre_commit_pins(projects):
 
 def test_names_are_short_default_and_long(projects):
     ops = {p.parent.parent.name: next(p.glob("csrc/*_math.h")).name.removesuffix("_math.h") for p in projects}
-    packages = {p.parent.parent.name: (p / "setup.py").read_text().split("Builds ")[1].split("._C")[0] for p in projects}
+    packages = {p.parent.parent.name: next(p.glob("*/py.typed")).parent.name for p in projects}
     assert len(ops["short"]) == 5 and len(ops["long"]) == 26
     assert (len(packages["short"]), len(packages["default"]), len(packages["long"])) == (2, 10, 31)
     assert len(projects) == len({p.parent for p in projects}) == 3 * 64
