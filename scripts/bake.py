@@ -60,7 +60,7 @@ def render(options: dict, output_dir: Path, **answers) -> Path:
 def expected_files(options: dict, package: str, op: str) -> set[str]:
     """Every file a project with these options must contain, and nothing else."""
     files = {
-        ".clang-format", ".github/workflows/ci.yml", ".gitignore", ".pre-commit-config.yaml",
+        ".clang-format", ".cruft.json", ".github/workflows/ci.yml", ".gitignore", ".pre-commit-config.yaml",
         "LICENSE", "MANIFEST.in", "README.md", "doctor.py", "pyproject.toml", "setup.py", "benchmarks/benchmark.py",
         f"csrc/{op}.h", f"csrc/{op}.cpp", f"csrc/{op}_cuda.cu", f"csrc/{op}_math.h", "csrc/registration.cpp",
         f"{package}/__init__.py", f"{package}/_registration.py", f"{package}/modules.py",
