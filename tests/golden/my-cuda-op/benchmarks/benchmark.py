@@ -1,0 +1,229 @@
+"""Times scaled_gelu against the same math in eager PyTorch and under torch.compile.
+
+Each call is captured in a CUDA graph and its replays are timed with CUDA events (median). The
+replays are queued back to back, so the GPU never waits for the host to launch the next one: the
+figures are GPU time, not Python or launch overhead. Both ops are memory-bound, so the figures are reported
+as GB/s over the fewest bytes each direction must move (forward: read x, write y; backward: read
+the output gradient and the saved tensor, write the input gradient) and as a percentage of the
+device-to-device copy bandwidth measured in the same run.
+
+The per-call host cost (Python, dispatcher, input checks and launch, measured on a one-row tensor
+where the GPU keeps up) is printed beside eager PyTorch's: it is what a small input costs.
+
+    python benchmarks/benchmark.py                       # default shapes, every built dtype
+    python benchmarks/benchmark.py --dtype bfloat16 --shape 8192x8192 --shape 65536x1024
+    python benchmarks/benchmark.py --csv results.csv --plot results.png   # --plot: pip install '.[plot]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+import my_cuda_op
+from my_cuda_op.reference import scaled_gelu_reference
+
+BUILT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in BUILT_DTYPES}
+DEFAULT_SHAPES = ["65536x1024", "16384x4096", "8192x8192", "4096x16384", "8191x8191"]
+SCALE = 0.75
+COPY_BYTES = 1 << 30
+HOST_CALLS = 200
+# CSV columns: one row per dtype, shape and implementation (host_us is per dtype and implementation).
+COLUMNS = ["dtype", "shape", "impl", "fwd_us", "fwd_gbs", "fwd_pct_copy", "bwd_us", "bwd_gbs", "bwd_pct_copy"]
+COLUMNS += ["host_us", "copy_gbs", "device", "torch"]
+
+
+def time_ms(fn: Callable[[], object], replays: int) -> float:
+    """Median GPU time of one call of fn, from CUDA-graph replays timed with CUDA events."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):  # warm-up: compilation, autotuning, allocator growth
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    return back_to_back_ms(graph.replay, replays)
+
+
+def eager_time_ms(fn: Callable[[], object], replays: int) -> float:
+    """Median GPU time of one eagerly launched call of fn, timed with CUDA events."""
+    for _ in range(3):
+        fn()
+    return back_to_back_ms(fn, replays)
+
+
+def back_to_back_ms(launch: Callable[[], object], replays: int) -> float:
+    """Median of `replays` launches, each between two CUDA events, all queued behind an untimed
+    one before waiting: the GPU is busy when each start event is reached, so the host's launch
+    latency (several microseconds a graph) is not timed."""
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    launch()
+    for start, end in events:
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events)
+
+
+def copy_bandwidth(replays: int) -> float:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
+
+    A copy captured in a CUDA graph may run on a copy engine instead of the SMs, which is slower
+    on some machines, so the ceiling is the faster of the graphed and the eagerly launched copy.
+    """
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    copy = lambda: dst.copy_(src)  # noqa: E731
+    ms = min(time_ms(copy, replays), eager_time_ms(copy, replays))
+    return 2 * COPY_BYTES / ms / 1e6
+
+
+def forward_and_backward(fn, x, grad_out):
+    """Closures timing the forward alone and the forward plus autograd backward of fn."""
+
+    def forward():
+        with torch.no_grad():
+            return fn(x, SCALE)
+
+    def forward_backward():
+        return torch.autograd.grad(fn(x, SCALE), x, grad_out)
+
+    return forward, forward_backward
+
+
+def host_us(fn, x: torch.Tensor, calls: int = HOST_CALLS) -> float:
+    """Host time of one forward call in microseconds: the time to queue `calls` calls on an input
+    small enough that the GPU runs each faster than the host launches the next."""
+    with torch.no_grad():
+        for _ in range(10):
+            fn(x, SCALE)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(x, SCALE)
+        elapsed = time.perf_counter() - start
+        torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    with Path(path).open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """GB/s against shape, one line per implementation: a row of panels per dtype, forward on the
+    left and backward on the right, the measured copy bandwidth as a dashed ceiling."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("--plot needs matplotlib: pip install '.[plot]' (or pip install matplotlib)") from None
+    dtypes = list(dict.fromkeys(row["dtype"] for row in rows))
+    fig, axes = plt.subplots(len(dtypes), 2, figsize=(12, 3.5 * len(dtypes)), squeeze=False)
+    for axes_row, dtype in zip(axes, dtypes, strict=True):
+        these = [row for row in rows if row["dtype"] == dtype]
+        shapes = list(dict.fromkeys(row["shape"] for row in these))
+        for ax, direction in zip(axes_row, ("fwd", "bwd"), strict=True):
+            for impl in dict.fromkeys(row["impl"] for row in these):
+                by_shape = {row["shape"]: float(row[f"{direction}_gbs"]) for row in these if row["impl"] == impl}
+                ax.plot(shapes, [by_shape.get(shape, float("nan")) for shape in shapes], marker="o", label=impl)
+            ax.axhline(float(these[0]["copy_gbs"]), color="gray", linestyle="--", label="copy")
+            ax.set_title(f"{dtype} {'forward' if direction == 'fwd' else 'backward'}")
+            ax.set_xlabel("shape (rows x cols)")
+            ax.set_ylabel("GB/s")
+            ax.set_ylim(bottom=0)
+            ax.tick_params(axis="x", labelrotation=30)
+            ax.legend()
+    fig.suptitle(f"scaled_gelu on {rows[0]['device']}, torch {rows[0]['torch']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def check(dtype: torch.dtype, x: torch.Tensor) -> None:
+    """Refuse to time a kernel that disagrees with the float64 reference on this input."""
+    sample = x[:64].detach()
+    expected = scaled_gelu_reference(sample.double(), SCALE).to(dtype)
+    tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(dtype, 2e-5)
+    actual = my_cuda_op.scaled_gelu(sample, SCALE)
+    torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", help="repeatable; default: all built")
+    parser.add_argument("--shape", action="append", help=f"ROWSxCOLS, repeatable; default: {' '.join(DEFAULT_SHAPES)}")
+    parser.add_argument("--replays", type=int, default=50)
+    parser.add_argument("--csv", type=Path, help="write every figure to this CSV file")
+    parser.add_argument("--plot", type=Path, help="draw GB/s against shape to this PNG (needs matplotlib)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("benchmark.py needs a CUDA GPU")
+
+    # One compiled graph per dtype, shape and grad mode: past the default limit (8) torch.compile
+    # would quietly run the eager function and the "compile" rows would time eager PyTorch.
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 10_000)
+    copy_gbs = copy_bandwidth(args.replays)
+    device = torch.cuda.get_device_name()
+    print(f"{device}, torch {torch.__version__}, copy bandwidth {copy_gbs:.0f} GB/s")
+    implementations = {
+        "scaled_gelu": my_cuda_op.scaled_gelu,
+        "eager": scaled_gelu_reference,
+        "compile": torch.compile(scaled_gelu_reference),
+    }
+    header = f"{'dtype':>9} {'shape':>12} {'impl':>18} {'fwd GB/s':>9} {'fwd %':>6} {'bwd GB/s':>9} {'bwd %':>6}"
+    rows = []
+    for dtype_name in args.dtype or list(DTYPES):
+        dtype = DTYPES[dtype_name]
+        small = torch.randn(1, 256, device="cuda", dtype=dtype)
+        host = {name: host_us(fn, small) for name, fn in implementations.items()}
+        costs = ", ".join(f"{name} {us:.1f} us" for name, us in host.items())
+        print(f"\n{dtype_name}: host cost per forward call: {costs}")
+        print(header)
+        print("-" * len(header))
+        for shape_text in args.shape or DEFAULT_SHAPES:
+            shape = tuple(int(s) for s in shape_text.split("x"))
+            x = torch.randn(shape, device="cuda", dtype=dtype).requires_grad_()
+            grad_out = torch.randn_like(x)
+            check(dtype, x)
+            nbytes = x.numel() * x.element_size()
+            for name, fn in implementations.items():
+                forward, forward_backward = forward_and_backward(fn, x, grad_out)
+                fwd_ms = time_ms(forward, args.replays)
+                bwd_ms = max(time_ms(forward_backward, args.replays) - fwd_ms, 1e-6)
+                fwd_gbs = 2 * nbytes / fwd_ms / 1e6
+                bwd_gbs = 3 * nbytes / bwd_ms / 1e6
+                fwd_pct, bwd_pct = 100 * fwd_gbs / copy_gbs, 100 * bwd_gbs / copy_gbs
+                row = f"{dtype_name:>9} {shape_text:>12} {name:>18}"
+                print(f"{row} {fwd_gbs:9.0f} {fwd_pct:6.1f} {bwd_gbs:9.0f} {bwd_pct:6.1f}")
+                figures = [fwd_ms * 1e3, fwd_gbs, fwd_pct, bwd_ms * 1e3, bwd_gbs, bwd_pct, host[name], copy_gbs]
+                values = [dtype_name, shape_text, name, *(round(v, 3) for v in figures), device, torch.__version__]
+                rows.append(dict(zip(COLUMNS, values, strict=True)))
+    if args.csv:
+        write_csv(rows, args.csv)
+        print(f"wrote {args.csv}")
+    if args.plot:
+        plot(rows, args.plot)
+        print(f"wrote {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

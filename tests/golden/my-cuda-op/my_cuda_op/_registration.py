@@ -1,0 +1,50 @@
+"""Registers scaled_gelu with torch.library: fake kernels and the autograd formula.
+
+The schema and the device kernels are registered in C++ (csrc/registration.cpp) when the
+extension loads; what tracing and autograd need from Python is added here.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import _C  # noqa: F401  (loading the library runs its TORCH_LIBRARY registrations)
+
+_ops = torch.ops.my_cuda_op
+_FORWARD = "my_cuda_op::scaled_gelu_fwd"
+_BACKWARD = "my_cuda_op::scaled_gelu_bwd"
+
+
+def forward(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return _ops.scaled_gelu_fwd.default(x, scale)
+
+
+def backward(grad_out: torch.Tensor, saved: torch.Tensor, scale: float) -> torch.Tensor:
+    return _ops.scaled_gelu_bwd.default(grad_out, saved, scale)
+
+
+# Output metadata without running a kernel: lets torch.compile, FakeTensor and opcheck trace the op.
+# The kernels always return a new contiguous tensor, so the fakes do too.
+@torch.library.register_fake(_FORWARD)
+def _(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return x.new_empty(x.shape)
+
+
+@torch.library.register_fake(_BACKWARD)
+def _(grad_out: torch.Tensor, saved: torch.Tensor, scale: float) -> torch.Tensor:
+    return saved.new_empty(saved.shape)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    x, scale = inputs
+    ctx.save_for_backward(x)
+    ctx.scale = scale
+
+
+def _backward(ctx, grad_out: torch.Tensor):
+    (saved,) = ctx.saved_tensors
+    return backward(grad_out, saved, ctx.scale), None
+
+
+# The backward is itself a custom op, so torch.compile traces the whole training step as one graph.
+torch.library.register_autograd(_FORWARD, _backward, setup_context=_setup_context)

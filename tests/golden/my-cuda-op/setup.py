@@ -1,0 +1,73 @@
+"""Builds my_cuda_op._C, the CUDA extension, with torch.utils.cpp_extension and ninja.
+
+Environment:
+  TORCH_CUDA_ARCH_LIST  GPU architectures to build for, e.g. "9.0" or "8.0;9.0+PTX". When unset, the
+                        GPUs of this machine, or DEFAULT_ARCH_LIST on a machine without one.
+  DEBUG=1               -O0 with host and device debug info (-g -G), for cuda-gdb and compute-sanitizer.
+  MAX_JOBS              parallel compile jobs for ninja.
+"""
+
+import glob
+import os
+import re
+import subprocess
+
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
+
+# Ampere and Hopper machine code, plus PTX that newer GPUs compile when the module loads.
+DEFAULT_ARCH_LIST = "8.0;9.0+PTX"
+# torch_library builds use only the stable Python ABI: one wheel serves every Python >= 3.10.
+PY_LIMITED_API = True
+DEBUG = os.environ.get("DEBUG", "0") == "1"
+
+
+def check_toolchain() -> None:
+    """Refuse to build without CUDA rather than produce a package with no kernels."""
+    if torch.version.cuda is None:
+        raise RuntimeError(
+            f"torch {torch.__version__} is a CPU-only build; install a CUDA build of torch "
+            "(e.g. `pip install torch` on Linux) and build again"
+        )
+    nvcc = os.path.join(CUDA_HOME, "bin", "nvcc") if CUDA_HOME else None
+    if nvcc is None or not os.path.exists(nvcc):
+        raise RuntimeError(
+            f"nvcc was not found; install the CUDA Toolkit {torch.version.cuda.split('.')[0]}.x "
+            "(the CUDA major version of your torch) and set CUDA_HOME or put nvcc on PATH"
+        )
+    # nvcc and torch must share the CUDA major version; a minor difference (13.0 and 13.2) builds.
+    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    release = re.search(r"release (\d+)\.(\d+)", version)
+    torch_major = torch.version.cuda.split(".")[0]
+    if release and release[1] != torch_major:
+        raise RuntimeError(
+            f"nvcc ({nvcc}) is CUDA {release[1]}.{release[2]}, but torch {torch.__version__} is built with CUDA "
+            f"{torch.version.cuda}; install the CUDA Toolkit {torch_major}.x and set CUDA_HOME to it, or install a "
+            f"torch built for CUDA {release[1]} (https://pytorch.org/get-started/locally/)"
+        )
+    if "TORCH_CUDA_ARCH_LIST" not in os.environ and not torch.cuda.is_available():
+        # Without a GPU to ask, torch would build for every architecture it knows.
+        os.environ["TORCH_CUDA_ARCH_LIST"] = DEFAULT_ARCH_LIST
+
+
+def extension() -> CUDAExtension:
+    cxx_flags = ["-O0", "-g"] if DEBUG else ["-O3"]
+    # No -std flag: torch.utils.cpp_extension passes the C++ standard its headers need (C++20 from torch 2.12).
+    nvcc_flags = ["-O0", "-g", "-G"] if DEBUG else ["-O3", "-lineinfo"]
+    if PY_LIMITED_API:
+        cxx_flags.append("-DPy_LIMITED_API=0x030A0000")
+    return CUDAExtension(
+        name="my_cuda_op._C",
+        sources=sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/*.cu")),
+        extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
+        py_limited_api=PY_LIMITED_API,
+    )
+
+
+check_toolchain()
+setup(
+    ext_modules=[extension()],
+    cmdclass={"build_ext": BuildExtension},
+    options={"bdist_wheel": {"py_limited_api": "cp310"}} if PY_LIMITED_API else {},
+)
