@@ -138,19 +138,10 @@ def test_boolean_no_from_the_command_line_prunes(tmp_path):
     assert "Next steps" in result.stdout
 
 
-def test_post_hook_removes_empty_files_and_folders_but_keeps_markers(tmp_path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "py.typed").touch()
-    (tmp_path / "pkg" / "empty.py").touch()
-    (tmp_path / "pkg" / "kept.py").write_text("x = 1\n")
-    (tmp_path / "nested" / "deeper").mkdir(parents=True)
-    post_gen.remove_empty(tmp_path)
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["pkg", "pkg/kept.py", "pkg/py.typed"]
-
-
 def test_post_hook_prints_next_steps():
     text = post_gen.next_steps({"project_slug": "my-op", "package_name": "my_op", "op_name": "fused"})
     assert "cd my-op" in text and "pip install --no-build-isolation -e" in text and "pytest" in text
+    assert "python doctor.py" in text
 
 
 @pytest.mark.parametrize("with_pwd", [True, False])

@@ -36,8 +36,11 @@ def test_one_torch_floor_everywhere(project):
     floor = floor_of(ours["project"]["dependencies"])
     assert floor_of(ours["build-system"]["requires"]) == floor
     generated = tomllib.loads((project / "pyproject.toml").read_text())
-    assert floor_of(generated["project"]["dependencies"]) == floor
     assert floor_of(generated["build-system"]["requires"]) == floor
+    # The package's own requirement is the torch it is built against (setup.py), never below the floor.
+    assert generated["project"]["dynamic"] == ["dependencies"]
+    oldest = re.search(r"^OLDEST_TORCH = \((\d+), (\d+)\)$", (project / "setup.py").read_text(), re.M)
+    assert oldest and f"{oldest[1]}.{oldest[2]}" == floor
     # The generated CI tests the floor and the newest torch.
     workflow = (project / ".github" / "workflows" / "ci.yml").read_text()
     assert f'spec: "torch=={floor}.*"' in workflow and 'spec: "torch"' in workflow

@@ -21,6 +21,9 @@ DEFAULT_ARCH_LIST = "8.0;9.0+PTX"
 # torch_library builds use only the stable Python ABI: one wheel serves every Python >= 3.10.
 PY_LIMITED_API = True
 DEBUG = os.environ.get("DEBUG", "0") == "1"
+# torch 2.11 is the first release whose PyPI wheels are built with CUDA 13 (older ones need a CUDA 12
+# toolkit, which is not tested). Tested: torch 2.11 and the newest torch on PyPI.
+OLDEST_TORCH = (2, 11)
 
 
 def check_toolchain() -> None:
@@ -51,6 +54,23 @@ def check_toolchain() -> None:
         os.environ["TORCH_CUDA_ARCH_LIST"] = DEFAULT_ARCH_LIST
 
 
+def torch_requirement() -> str:
+    """The torch release this build compiles against, as the package's requirement.
+
+    The extension links libtorch's C++ API, which changes between torch releases, so a wheel runs only
+    with the release it was built with: its metadata says so (`torch==2.11.*`), and pip refuses to
+    install it beside another torch instead of failing at import. A source build (sdist, `pip install
+    -e .`) compiles against the torch already installed, so the pin always names that one.
+    """
+    release = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    if release < OLDEST_TORCH:
+        raise RuntimeError(
+            f"torch {torch.__version__} is older than torch {OLDEST_TORCH[0]}.{OLDEST_TORCH[1]}, the oldest this "
+            f"project supports; upgrade it (pip install -U torch) and build again"
+        )
+    return f"torch=={release[0]}.{release[1]}.*"
+
+
 def extension() -> CUDAExtension:
     cxx_flags = ["-O0", "-g"] if DEBUG else ["-O3"]
     # No -std flag: torch.utils.cpp_extension passes the C++ standard its headers need (C++20 from torch 2.12).
@@ -67,6 +87,7 @@ def extension() -> CUDAExtension:
 
 check_toolchain()
 setup(
+    install_requires=[torch_requirement()],
     ext_modules=[extension()],
     cmdclass={"build_ext": BuildExtension},
     options={"bdist_wheel": {"py_limited_api": "cp310"}} if PY_LIMITED_API else {},
