@@ -1,6 +1,6 @@
 """DistributedDataParallel with {{cookiecutter.op_name}}: a tiny model using the op trains the same in two processes,
-each given half of every global batch, as in one. gloo on the CPU (when the project has CPU kernels), NCCL on
-two GPUs; skipped where neither is available.
+each given half of every global batch, as in one. {% if cookiecutter.__cpu == 'True' %}gloo on the CPU, NCCL on two GPUs (skipped with fewer).{% else %}NCCL on two GPUs; skipped with fewer (the project
+has no CPU kernels for gloo).{% endif %}
 
 The test runs this file as a script in a subprocess (one process, then two through
 torch.multiprocessing), so the processes start clean of the test runner's state.

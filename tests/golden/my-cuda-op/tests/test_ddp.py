@@ -1,6 +1,5 @@
 """DistributedDataParallel with scaled_gelu: a tiny model using the op trains the same in two processes,
-each given half of every global batch, as in one. gloo on the CPU (when the project has CPU kernels), NCCL on
-two GPUs; skipped where neither is available.
+each given half of every global batch, as in one. gloo on the CPU, NCCL on two GPUs (skipped with fewer).
 
 The test runs this file as a script in a subprocess (one process, then two through
 torch.multiprocessing), so the processes start clean of the test runner's state.
