@@ -111,7 +111,7 @@ def time_alternating(fns: dict, calls: int, device: str) -> dict:
     return out
 
 
-def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed):
+def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rtol=None):
     w = WORKLOADS[size]
     pairs = pair(arch, size, device)
     cfg = pairs["torch"].cfg
@@ -139,7 +139,7 @@ def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed):
     timed = time_alternating(fns, steps, device)
     losses = {impl: [float(v) for v in timed[impl][1]] for impl in IMPLS}
     ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
-    rtol = LOSS_RTOL["bf16" if amp else "fp32"]
+    rtol = LOSS_RTOL["bf16" if amp else "fp32"] if loss_rtol is None else loss_rtol
     worst = max(abs(a - b) / abs(b) for a, b in zip(losses["ours"], losses["torch"]))
     check = dict(what="loss curve", max_diff=worst, tol=rtol, ok=worst <= rtol)
     return ms, check, losses
@@ -232,6 +232,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile", action="store_const", dest="compile", const="off")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loss-rtol", type=float, help="loss agreement bound (default: 5e-3 bf16, 1e-4 fp32)")
     parser.add_argument("--perturb", type=float, default=0.0, help="add this to ours' norm weights (checks the checks)")
     parser.add_argument("--json", help="write rows, checks and loss curves to this file")
     args = parser.parse_args(argv)
@@ -264,7 +265,16 @@ def main(argv=None) -> int:
             for mode in modes:
                 torch._dynamo.reset()
                 ms, check, losses = train(
-                    arch, size, device, amp, mode == "compile", steps, min(warmup, steps - 1), args.lr, args.seed
+                    arch,
+                    size,
+                    device,
+                    amp,
+                    mode == "compile",
+                    steps,
+                    min(warmup, steps - 1),
+                    args.lr,
+                    args.seed,
+                    args.loss_rtol,
                 )
                 rows.append(dict(model=model, phase="train", mode=mode, torch_ms=ms["torch"], ours_ms=ms["ours"]))
                 checks.append(dict(check, model=model, phase="train", mode=mode))
