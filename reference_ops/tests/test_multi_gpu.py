@@ -71,6 +71,9 @@ def check(results, baseline, reference, dtype, device):
 
 
 def compiled_norm():
+    # A fresh start for each test: the devices, dtypes and ops would otherwise add up past dynamo's
+    # recompile limit, after which the calls would silently run eagerly.
+    torch._dynamo.reset()
     return torch.compile(norm, fullgraph=True, dynamic=False)
 
 

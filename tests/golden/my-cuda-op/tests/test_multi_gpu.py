@@ -28,6 +28,8 @@ def forward_backward(fn, x: torch.Tensor, grad_out: torch.Tensor, device: str) -
 def test_forward_backward_on_another_device(current, device, dtype, compiled):
     x = random_input(SHAPE, dtype, "cpu")
     grad_out = random_input(SHAPE, dtype, "cpu", std=1.0)
+    # A fresh start for each test: the devices and dtypes would otherwise add up past dynamo's recompile limit.
+    torch._dynamo.reset()
     fn = torch.compile(op, fullgraph=FULLGRAPH) if compiled else op
     with torch.cuda.device(0):
         expected_y, expected_grad = forward_backward(fn, x, grad_out, "cuda:0")
