@@ -7,7 +7,9 @@
 #   ddp      benchmarks/ddp_train.py --compare (1 process vs 2 DDP processes; needs two GPUs);
 #   project  the default generated project rendered, built and tested (its multi-GPU and DDP tests
 #            included) by scripts/bake.py.
-# Short tables go to stdout, every log to $OUT (default reference_ops/gpu-logs).
+# Short tables go to stdout; at most 8 files to $OUT (default reference_ops/gpu-logs): build.log, tests.log,
+# host.log, e2e.log, e2e.json, ddp.log, project.log; the DDP result files and the rendered project go
+# to $WORK (default: a new folder under /tmp).
 #   bash reference_ops/benchmarks/gpu_e2e.sh                  # every part
 #   bash reference_ops/benchmarks/gpu_e2e.sh host e2e         # some parts (the build is reused)
 #   E2E_ARGS="--archs llama --sizes small" bash reference_ops/benchmarks/gpu_e2e.sh e2e
@@ -17,13 +19,15 @@ ops=$(dirname "$here")
 root=$(dirname "$ops")
 out=${OUT:-$ops/gpu-logs}
 mkdir -p "$out"
+work=${WORK:-$(mktemp -d /tmp/gpu_e2e.XXXXXX)}
+mkdir -p "$work"
 parts=${*:-tests host e2e ddp project}
 py=${PYTHON:-python3}
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
 # Some GPU images default to a compiler that links libstdc++ statically (docs/template.md).
 if [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++; fi
 export PYTHONPATH="$ops${PYTHONPATH:+:$PYTHONPATH}"
-nvidia-smi --query-gpu=index,name,driver_version --format=csv | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=index,name,driver_version --format=csv
 gpus=$("$py" -c "import torch; print(torch.cuda.device_count())")
 status=0
 
@@ -54,7 +58,7 @@ for part in $parts; do
       note tests $rc
       ;;
     host)
-      "$py" benchmarks/host_cost.py --json "$out/host_cost.json" >"$out/host.log" 2>&1
+      "$py" benchmarks/host_cost.py >"$out/host.log" 2>&1
       rc=$?
       cat "$out/host.log"
       note host $rc
@@ -74,7 +78,7 @@ for part in $parts; do
         continue
       fi
       # shellcheck disable=SC2086
-      "$py" benchmarks/ddp_train.py --compare --results-dir "$out/ddp" ${DDP_ARGS:-} >"$out/ddp.log" 2>&1
+      "$py" benchmarks/ddp_train.py --compare --results-dir "$work/ddp" ${DDP_ARGS:-} >"$out/ddp.log" 2>&1
       rc=$?
       head -1 "$out/ddp.log"
       grep -E 'max diff|median step|^result' "$out/ddp.log"
@@ -83,10 +87,14 @@ for part in $parts; do
       ;;
     project)
       (cd "$root" && "$py" scripts/bake.py matrix --only elementwise-torch_library-f16-bf16-f64-cpu \
-        --out "$out/project" --jobs 1 --build-jobs "$MAX_JOBS" --require-gpu) >"$out/project.log" 2>&1
+        --out "$work/project" --jobs 1 --build-jobs "$MAX_JOBS" --require-gpu) >"$out/project.log" 2>&1
       rc=$?
-      tail -6 "$out/project.log"
-      grep -hE 'passed|failed|skipped' "$out"/project/logs/*.test.log | tail -3
+      for log in "$work"/project/logs/*.log; do
+        printf '\n==== %s (last 60 lines)\n' "$log" >>"$out/project.log"
+        tail -60 "$log" >>"$out/project.log"
+      done
+      grep -A3 'combination' "$out/project.log" | head -4
+      grep -hE '^(SKIPPED|FAILED|[0-9]+ (passed|failed))' "$work"/project/logs/*.test.log | tail -8
       note project $rc
       ;;
     *)
@@ -96,5 +104,5 @@ for part in $parts; do
   esac
 done
 echo
-echo "exit $status; logs in $out"
+echo "exit $status; logs in $out, work files in $work"
 exit $status
