@@ -97,11 +97,14 @@ def maybe_compile(model, compile_it: bool):
     return torch.compile(model, dynamic=False) if compile_it else model
 
 
-def time_alternating(fns: dict, calls: int, device: str) -> dict:
-    """Call each fns[impl]() `calls` times, alternating impls; {impl: ([ms per call], [results])}."""
+def time_alternating(fns: dict, calls: int, device: str, keep_all: bool = True) -> dict:
+    """Call each fns[impl]() `calls` times, alternating impls; {impl: ([ms per call], [results])}
+    (the last result alone without keep_all: a prefill's logits are large)."""
     out = {impl: ([], []) for impl in fns}
     for _ in range(calls):
         for impl, fn in fns.items():
+            if not keep_all:
+                out[impl][1].clear()
             sync(device)
             start = time.perf_counter()
             result = fn()
@@ -169,9 +172,9 @@ def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, 
         positions = torch.arange(w["prompt"], device=device)
         caches = {impl: models.KVCache(cfg, w["prefill_batch"], device, dtype) for impl in IMPLS}
         fns = {impl: (lambda impl=impl: runs[impl](prompts, positions, caches[impl])) for impl in IMPLS}
-        timed = time_alternating(fns, calls + warmup, device)
+        timed = time_alternating(fns, calls + warmup, device, keep_all=False)
         ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
-        rows.append(("prefill", ms, compare({impl: timed[impl][1][-1:] for impl in IMPLS})))
+        rows.append(("prefill", ms, compare({impl: timed[impl][1] for impl in IMPLS})))
         # Decode: one token per call after a prompt, at each batch size.
         prompt = min(w["prompt"], cfg.max_seq - calls - warmup)
         for batch in decode_batches:
