@@ -1,6 +1,7 @@
 """Real builds: render a project, build its CUDA extension with nvcc, run the project's own tests.
 
-On a machine without a GPU the CPU tests run and the CUDA tests skip; with a GPU nothing may skip.
+On a machine without a GPU the CPU tests run and the CUDA tests skip; with a GPU nothing may skip but
+the tests that need two GPUs, on a machine with one.
 The full matrix of combinations on a GPU is `python scripts/bake.py matrix --require-gpu`.
 """
 
@@ -33,4 +34,4 @@ def test_project_builds_and_passes_its_tests(tmp_path, built_project, options):
     assert counts.failed == 0, log[-5000:]
     assert counts.passed > 0, log[-5000:]
     if torch.cuda.is_available():
-        assert counts.skipped == 0, log[-5000:]
+        assert counts.unexpected_skips() == 0, log[-5000:]

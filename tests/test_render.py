@@ -97,3 +97,18 @@ def test_default_answers(tmp_path):
     assert project.name == "my-cuda-op"
     assert (project / "my_cuda_op" / "ops.py").read_text().count("def scaled_gelu(") == 1
     assert "TORCH_LIBRARY(my_cuda_op, m)" in (project / "csrc" / "registration.cpp").read_text()
+
+
+@pytest.mark.parametrize("gpus,unexpected", [(0, 1), (1, 1), (2, 3)])
+def test_only_the_two_gpu_skips_are_allowed_with_fewer_gpus(monkeypatch, gpus, unexpected):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    reasons = [bake.TWO_GPU_SKIP, "needs a CUDA GPU", bake.TWO_GPU_SKIP]
+    assert bake.TestCounts(skipped=3, skip_reasons=reasons).unexpected_skips() == unexpected
+
+
+def test_two_gpu_tests_skip_with_the_reason_bake_allows():
+    tests = bake.TEMPLATE / "{{cookiecutter.project_slug}}" / "tests"
+    for name in ("test_multi_gpu.py", "test_ddp.py"):
+        assert f'reason="{bake.TWO_GPU_SKIP}"' in (tests / name).read_text(), name

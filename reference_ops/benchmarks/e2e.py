@@ -1,0 +1,315 @@
+#!/usr/bin/env python
+"""End to end: the same decoder models with torch.nn's norms and with reference_ops' norms.
+
+For each architecture (``llama``: RMSNorm, ``gpt``: LayerNorm with bias; benchmarks/models.py) and
+size, both models start from the same weights (one state_dict, loaded into both) and see the same
+data:
+
+* training: AdamW steps (bf16 autocast on CUDA by default); the loss curves must agree within a
+  tolerance, and ms per step are compared;
+* inference (no_grad, bf16 on CUDA): prefill of a batch of prompts into a KV cache, then decode
+  steps of one token at batch 1, 8 and 64; logits must agree, ms per call are compared;
+* each in eager mode and under torch.compile.
+
+The two implementations run alternately, step by step (a slow moment of the machine falls on both);
+each step is synchronised and timed on the host; the table shows medians.
+Target: ours <= torch in every row (reported as met / missed; timing never changes the exit
+status). Exit status 1 when a loss curve or the logits disagree beyond the tolerance.
+
+Usage:
+  python benchmarks/e2e.py                                   # CUDA: small and large, eager + compile
+  python benchmarks/e2e.py --device cpu --quick              # smoke test: tiny models, few steps
+  python benchmarks/e2e.py --archs llama --sizes small --no-compile --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import models  # noqa: E402
+
+IMPLS = ("torch", "ours")
+# Loss agreement: |ours - torch| <= rtol * |torch| at every step. The norms differ only in
+# rounding; under bf16 autocast a rounding difference can flip a bf16 value of the next matmul's
+# input, so the bound is looser there.
+LOSS_RTOL = {"fp32": 1e-4, "bf16": 5e-3}
+# Logits: ||ours - torch|| / ||torch||.
+LOGITS_RTOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2}
+
+# Per size: training batch x sequence, prefill batch x prompt length, decode steps per batch.
+WORKLOADS = {
+    "tiny": dict(batch=4, seq=32, prefill_batch=2, prompt=16, decode_steps=4),
+    "small": dict(batch=16, seq=512, prefill_batch=8, prompt=512, decode_steps=32),
+    "large": dict(batch=4, seq=512, prefill_batch=4, prompt=512, decode_steps=16),
+}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def synthetic_tokens(vocab: int, shape, seed: int) -> torch.Tensor:
+    """Deterministic, learnable sequences: mostly t[i + 1] = (7 * t[i] + 3) % vocab, 20 % noise."""
+    g = torch.Generator().manual_seed(seed)
+    b, t = shape
+    out = torch.empty(shape, dtype=torch.long)
+    out[:, 0] = torch.randint(vocab, (b,), generator=g)
+    noise = torch.randint(vocab, shape, generator=g)
+    keep = torch.rand(shape, generator=g) < 0.8
+    for i in range(1, t):
+        out[:, i] = torch.where(keep[:, i], (7 * out[:, i - 1] + 3) % vocab, noise[:, i])
+    return out
+
+
+# Added to every norm weight of ours after loading (--perturb): a deliberate difference, to show
+# that the agreement checks catch one.
+PERTURB = 0.0
+
+
+def pair(arch: str, size: str, device: str, dtype=None) -> dict:
+    """The torch-norm and ours-norm models, ours loaded from torch's state_dict (the drop-in)."""
+    built = {impl: models.build(arch, size, impl, device=device) for impl in IMPLS}
+    built["ours"].load_state_dict(built["torch"].state_dict(), strict=True)
+    if PERTURB:
+        with torch.no_grad():
+            for name, p in models.norm_parameters(built["ours"]).items():
+                if name.endswith("weight"):
+                    p.add_(PERTURB)
+    if dtype is not None:
+        for m in built.values():
+            m.to(dtype)
+    return built
+
+
+def maybe_compile(model, compile_it: bool):
+    return torch.compile(model, dynamic=False) if compile_it else model
+
+
+def time_alternating(fns: dict, calls: int, device: str, keep_all: bool = True) -> dict:
+    """Call each fns[impl]() `calls` times, alternating impls; {impl: ([ms per call], [results])}
+    (the last result alone without keep_all: a prefill's logits are large)."""
+    out = {impl: ([], []) for impl in fns}
+    for _ in range(calls):
+        for impl, fn in fns.items():
+            if not keep_all:
+                out[impl][1].clear()
+            sync(device)
+            start = time.perf_counter()
+            result = fn()
+            sync(device)
+            out[impl][0].append((time.perf_counter() - start) * 1e3)
+            out[impl][1].append(result)
+    return out
+
+
+def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rtol=None):
+    w = WORKLOADS[size]
+    pairs = pair(arch, size, device)
+    cfg = pairs["torch"].cfg
+    data = synthetic_tokens(cfg.vocab, (steps * w["batch"], w["seq"] + 1), seed).view(steps, w["batch"], -1)
+    data = data.to(device)
+    fns, step_index = {}, {impl: 0 for impl in IMPLS}
+    autocast = (lambda: torch.autocast(device_type=device, dtype=torch.bfloat16)) if amp else contextlib.nullcontext
+    for impl in IMPLS:
+        model = pairs[impl].train()
+        run = maybe_compile(model, compile_it)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1, betas=(0.9, 0.95))
+
+        def step(impl=impl, run=run, opt=opt):
+            batch = data[step_index[impl]]
+            step_index[impl] += 1
+            with autocast():
+                logits = run(batch[:, :-1])
+            loss = F.cross_entropy(logits.float().reshape(-1, cfg.vocab), batch[:, 1:].reshape(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            return loss.detach()
+
+        fns[impl] = step
+    timed = time_alternating(fns, steps, device)
+    losses = {impl: [float(v) for v in timed[impl][1]] for impl in IMPLS}
+    ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
+    rtol = LOSS_RTOL["bf16" if amp else "fp32"] if loss_rtol is None else loss_rtol
+    worst = max(abs(a - b) / abs(b) for a, b in zip(losses["ours"], losses["torch"]))
+    check = dict(what="loss curve", max_diff=worst, tol=rtol, ok=worst <= rtol)
+    return ms, check, losses
+
+
+def rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
+
+
+def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, seed):
+    """Prefill and decode rows: [(phase, ms, check)]."""
+    w = WORKLOADS[size]
+    pairs = pair(arch, size, device, dtype)
+    cfg = pairs["torch"].cfg
+    runs = {impl: maybe_compile(pairs[impl].eval(), compile_it) for impl in IMPLS}
+    rows = []
+    tol = LOGITS_RTOL[dtype]
+
+    def compare(outs: dict) -> dict:
+        worst = max(rel_diff(a, b) for a, b in zip(outs["ours"], outs["torch"]))
+        return dict(what="logits", max_diff=worst, tol=tol, ok=worst <= tol)
+
+    with torch.no_grad():
+        # Prefill: a batch of prompts written into a fresh-sized cache (re-used: the same positions
+        # are overwritten each call).
+        prompts = synthetic_tokens(cfg.vocab, (w["prefill_batch"], w["prompt"]), seed + 1).to(device)
+        positions = torch.arange(w["prompt"], device=device)
+        caches = {impl: models.KVCache(cfg, w["prefill_batch"], device, dtype) for impl in IMPLS}
+        fns = {impl: (lambda impl=impl: runs[impl](prompts, positions, caches[impl])) for impl in IMPLS}
+        timed = time_alternating(fns, calls + warmup, device, keep_all=False)
+        ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
+        rows.append(("prefill", ms, compare({impl: timed[impl][1] for impl in IMPLS})))
+        # Decode: one token per call after a prompt, at each batch size.
+        prompt = min(w["prompt"], cfg.max_seq - calls - warmup)
+        for batch in decode_batches:
+            tokens = synthetic_tokens(cfg.vocab, (batch, prompt + calls + warmup), seed + 2 + batch).to(device)
+            caches = {impl: models.KVCache(cfg, batch, device, dtype) for impl in IMPLS}
+            head = torch.arange(prompt, device=device)
+            for impl in IMPLS:
+                runs[impl](tokens[:, :prompt], head, caches[impl])
+            pos = {impl: prompt for impl in IMPLS}
+
+            def decode(impl):
+                p = pos[impl]
+                pos[impl] += 1
+                return runs[impl](tokens[:, p : p + 1], torch.tensor([p], device=device), caches[impl])
+
+            fns = {impl: (lambda impl=impl: decode(impl)) for impl in IMPLS}
+            timed = time_alternating(fns, calls + warmup, device)
+            ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
+            rows.append((f"decode b{batch}", ms, compare({impl: timed[impl][1] for impl in IMPLS})))
+    return rows
+
+
+def print_tables(rows, checks) -> None:
+    print(f"\n{'model':<13} {'phase':<11} {'mode':<8} {'torch ms':>10} {'ours ms':>10} {'ours/torch':>10}  target")
+    for r in rows:
+        ratio = r["ours_ms"] / r["torch_ms"]
+        target = "met" if ratio <= 1.0 else "missed"
+        print(
+            f"{r['model']:<13} {r['phase']:<11} {r['mode']:<8} {r['torch_ms']:>10.3f} {r['ours_ms']:>10.3f}"
+            f" {ratio:>10.3f}  {target}"
+        )
+    print(f"\n{'model':<13} {'phase':<11} {'mode':<8} {'check':<11} {'max rel diff':>12} {'tolerance':>10}  result")
+    for c in checks:
+        print(
+            f"{c['model']:<13} {c['phase']:<11} {c['mode']:<8} {c['what']:<11} {c['max_diff']:>12.3e}"
+            f" {c['tol']:>10.1e}  {'ok' if c['ok'] else 'DISAGREE'}"
+        )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--quick", action="store_true", help="tiny models, few steps (a smoke test)")
+    parser.add_argument("--archs", default="llama,gpt")
+    parser.add_argument("--sizes", help="default: small,large (tiny with --quick)")
+    parser.add_argument("--steps", type=int, help="training steps (default 30; 6 with --quick)")
+    parser.add_argument("--calls", type=int, help="timed inference calls (default 20; 3 with --quick)")
+    parser.add_argument("--decode-batches", default="1,8,64")
+    parser.add_argument(
+        "--amp", choices=["auto", "on", "off"], default="auto", help="bf16 autocast in training (auto: on for CUDA)"
+    )
+    parser.add_argument(
+        "--compile",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="also torch.compile (auto: on for CUDA, off for CPU)",
+    )
+    parser.add_argument("--no-compile", action="store_const", dest="compile", const="off")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loss-rtol", type=float, help="loss agreement bound (default: 5e-3 bf16, 1e-4 fp32)")
+    parser.add_argument("--perturb", type=float, default=0.0, help="add this to ours' norm weights (checks the checks)")
+    parser.add_argument("--json", help="write rows, checks and loss curves to this file")
+    args = parser.parse_args(argv)
+
+    global PERTURB
+    PERTURB = args.perturb
+    device = args.device
+    cuda = device.startswith("cuda")
+    sizes = (args.sizes or ("tiny" if args.quick else "small,large")).split(",")
+    steps = args.steps or (6 if args.quick else 30)
+    calls = args.calls or (3 if args.quick else 20)
+    warmup = 2 if args.quick else 5
+    amp = args.amp == "on" or (args.amp == "auto" and cuda)
+    modes = ["eager"] + (["compile"] if args.compile == "on" or (args.compile == "auto" and cuda) else [])
+    infer_dtype = torch.bfloat16 if cuda else torch.float32
+    decode_batches = [int(b) for b in args.decode_batches.split(",") if b]
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
+
+    label = torch.cuda.get_device_name() if cuda else "CPU"
+    print(
+        f"device {label}, torch {torch.__version__}, training {'bf16 autocast' if amp else 'fp32'}, "
+        f"inference {str(infer_dtype).replace('torch.', '')}, {steps} training steps, {calls} timed calls"
+    )
+    rows, checks, curves = [], [], {}
+    for arch in args.archs.split(","):
+        for size in sizes:
+            model = f"{arch}-{size}"
+            for mode in modes:
+                torch._dynamo.reset()
+                ms, check, losses = train(
+                    arch,
+                    size,
+                    device,
+                    amp,
+                    mode == "compile",
+                    steps,
+                    min(warmup, steps - 1),
+                    args.lr,
+                    args.seed,
+                    args.loss_rtol,
+                )
+                rows.append(dict(model=model, phase="train", mode=mode, torch_ms=ms["torch"], ours_ms=ms["ours"]))
+                checks.append(dict(check, model=model, phase="train", mode=mode))
+                curves[f"{model} {mode}"] = losses
+                print(
+                    f"{model} train {mode}: loss torch {losses['torch'][0]:.4f} -> {losses['torch'][-1]:.4f}, "
+                    f"ours {losses['ours'][0]:.4f} -> {losses['ours'][-1]:.4f}",
+                    flush=True,
+                )
+                if cuda:
+                    torch.cuda.empty_cache()
+                for phase, ms, check in infer(
+                    arch, size, device, infer_dtype, mode == "compile", decode_batches, calls, warmup, args.seed
+                ):
+                    rows.append(dict(model=model, phase=phase, mode=mode, torch_ms=ms["torch"], ours_ms=ms["ours"]))
+                    checks.append(dict(check, model=model, phase=phase, mode=mode))
+                if cuda:
+                    torch.cuda.empty_cache()
+    print_tables(rows, checks)
+    failed = [c for c in checks if not c["ok"]]
+    missed = sum(r["ours_ms"] > r["torch_ms"] for r in rows)
+    print(
+        f"\ntargets: {len(rows) - missed} met, {missed} missed; agreement: "
+        f"{len(checks) - len(failed)} ok, {len(failed)} disagree"
+    )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(
+                dict(device=label, rows=rows, checks=checks, loss_curves=curves, loss_rtol=LOSS_RTOL), f, indent=1
+            )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

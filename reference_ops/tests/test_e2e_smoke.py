@@ -1,0 +1,77 @@
+"""benchmarks/e2e.py in its quick mode (tiny models, few steps): the models with reference_ops' norms
+train and decode like the same models with torch.nn's norms. Runs on CUDA where a GPU is present,
+on the CPU otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+PROJECT = Path(__file__).resolve().parents[1]
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+PHASES = ["train", "prefill", "decode b1", "decode b8", "decode b64"]
+
+
+def run_e2e(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    report = tmp_path / "e2e.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, str(PROJECT / "benchmarks" / "e2e.py"), "--device", DEVICE, "--quick", "--json", str(report),
+         *args],
+        capture_output=True, text=True, env=env, timeout=900,
+    )  # fmt: skip
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return proc, data
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    return run_e2e(tmp_path_factory.mktemp("e2e"))
+
+
+def test_quick_run_agrees_with_torch(quick_run):
+    proc, data = quick_run
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert data["checks"], "no agreement checks were reported"
+    for check in data["checks"]:
+        assert check["ok"] and check["max_diff"] <= check["tol"], check
+    assert "DISAGREE" not in proc.stdout
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt"])
+def test_loss_curves_match_step_by_step(quick_run, arch):
+    _, data = quick_run
+    curve = data["loss_curves"][f"{arch}-tiny eager"]
+    ours, theirs = torch.tensor(curve["ours"]), torch.tensor(curve["torch"])
+    assert len(ours) == len(theirs) == 6
+    assert torch.isfinite(ours).all()
+    rtol = data["loss_rtol"]["bf16" if DEVICE == "cuda" else "fp32"]
+    torch.testing.assert_close(ours, theirs, rtol=rtol, atol=0)
+    # The models learn something: the same data gives a lower loss after a few steps.
+    assert theirs[-1] < theirs[0]
+
+
+@pytest.mark.parametrize("arch", ["llama", "gpt"])
+def test_every_phase_is_timed_and_printed(quick_run, arch):
+    proc, data = quick_run
+    modes = ["eager", "compile"] if DEVICE == "cuda" else ["eager"]
+    for mode in modes:
+        rows = [r for r in data["rows"] if r["model"] == f"{arch}-tiny" and r["mode"] == mode]
+        assert [r["phase"] for r in rows] == PHASES
+        for r in rows:
+            assert r["torch_ms"] > 0 and r["ours_ms"] > 0
+            assert f"{r['model']:<13} {r['phase']:<11} {mode:<8}" in proc.stdout
+
+
+def test_a_different_norm_is_caught(tmp_path):
+    """ours' norm weights shifted by 0.5: the loss and logits checks fail and the exit status says so."""
+    proc, data = run_e2e(tmp_path, "--archs", "llama", "--perturb", "0.5", "--compile", "off", "--decode-batches", "1")
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "DISAGREE" in proc.stdout
+    assert not any(c["ok"] for c in data["checks"])

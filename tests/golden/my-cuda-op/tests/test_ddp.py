@@ -1,0 +1,123 @@
+"""DistributedDataParallel with scaled_gelu: a tiny model using the op trains the same in two processes,
+each given half of every global batch, as in one. gloo on the CPU, NCCL on two GPUs (skipped with fewer).
+
+The test runs this file as a script in a subprocess (one process, then two through
+torch.multiprocessing), so the processes start clean of the test runner's state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+from support import CPU_IMPL
+
+import my_cuda_op
+
+STEPS = 6
+GLOBAL_BATCH = 8
+FEATURES, HIDDEN, OUTPUTS = 12, 40, 5
+
+requires_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+DDP_DEVICES = [pytest.param("cuda", marks=requires_two_gpus)] + (["cpu"] if CPU_IMPL else [])
+
+
+class TinyModel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = torch.nn.Linear(FEATURES, HIDDEN)
+        self.act = my_cuda_op.ScaledGelu(scale=0.75)
+        self.out = torch.nn.Linear(HIDDEN, OUTPUTS)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.act(self.inp(x)))
+
+
+def train(rank: int, world: int, device_type: str, port: int, out: str) -> None:
+    """Trains STEPS SGD steps on this rank's slice of each global batch; rank 0 saves the losses
+    (averaged over the ranks) and the final parameters."""
+    device = torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
+    if device_type == "cuda":
+        torch.cuda.set_device(device)
+    torch.set_num_threads(1)
+    if world > 1:
+        dist.init_process_group(
+            "nccl" if device_type == "cuda" else "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=datetime.timedelta(seconds=120),
+        )
+    torch.manual_seed(0)
+    model = TinyModel().to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    generator = torch.Generator().manual_seed(1)
+    inputs = torch.randn(STEPS, GLOBAL_BATCH, FEATURES, generator=generator)
+    targets = torch.randn(STEPS, GLOBAL_BATCH, OUTPUTS, generator=generator)
+    rows = slice(rank * GLOBAL_BATCH // world, (rank + 1) * GLOBAL_BATCH // world)
+    losses = []
+    for step in range(STEPS):
+        loss = torch.nn.functional.mse_loss(ddp(inputs[step, rows].to(device)), targets[step, rows].to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss = loss.detach()
+        if world > 1:
+            dist.all_reduce(loss)
+            loss /= world
+        losses.append(loss.cpu())
+    if rank == 0:
+        torch.save({"losses": torch.stack(losses), **{k: v.cpu() for k, v in model.state_dict().items()}}, out)
+    if world > 1:
+        dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_training(world: int, device_type: str, out: Path) -> dict:
+    project = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [project, os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, __file__, "--world", str(world), "--device", device_type, "--out", str(out)]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{world} process(es) failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    return torch.load(out)
+
+
+@pytest.mark.parametrize("device_type", DDP_DEVICES)
+def test_two_processes_train_like_one(tmp_path, device_type):
+    one = run_training(1, device_type, tmp_path / "one.pt")
+    two = run_training(2, device_type, tmp_path / "two.pt")
+    assert one.keys() == two.keys()
+    # The two runs differ only in the order the gradients are summed.
+    torch.testing.assert_close(two["losses"], one["losses"], rtol=1e-5, atol=1e-6)
+    for name in one:
+        torch.testing.assert_close(two[name], one[name], rtol=1e-5, atol=1e-6, msg=name)
+    torch.manual_seed(0)
+    initial = TinyModel().state_dict()
+    assert not torch.equal(one["inp.weight"], initial["inp.weight"]), "the parameters did not move"
+    assert one["losses"][-1] < one["losses"][0], "the loss did not go down"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--world", type=int, required=True)
+    parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.world == 1:
+        train(0, 1, args.device, 0, args.out)
+    else:
+        torch.multiprocessing.spawn(train, args=(args.world, args.device, free_port(), args.out), nprocs=args.world)
