@@ -109,6 +109,8 @@ def worker(rank: int, world: int, args, out: str, port: int | None = None) -> No
         dist.init_process_group(backend, rank=rank, world_size=world, **kwargs)
     try:
         results = {arch: train(arch, args, rank, world, device) for arch in args.archs.split(",")}
+        if world > 1:
+            dist.barrier()  # no rank tears its process group down while another still uses it
     finally:
         if world > 1:
             dist.destroy_process_group()

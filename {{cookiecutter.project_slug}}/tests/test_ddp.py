@@ -79,6 +79,7 @@ def train(rank: int, world: int, device_type: str, port: int, out: str) -> None:
     if rank == 0:
         torch.save({"losses": torch.stack(losses), **{k: v.cpu() for k, v in model.state_dict().items()}}, out)
     if world > 1:
+        dist.barrier()  # no rank tears its process group down while another still uses it
         dist.destroy_process_group()
 
 
