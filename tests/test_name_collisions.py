@@ -34,10 +34,10 @@ DEFAULT_OPS = {"elementwise": "scaled_gelu", "rowwise": "scaled_softmax"}
 # Accepted names that meet template names (inside the C++ namespace, as parameters, as methods)
 # built for real; on a GPU machine these run every CUDA test as well.
 GPU_COLLISION_PROJECTS = [
-    # `combine` is a function of the rowwise math inside the package's C++ namespace; `forward` is
+    # `scaled` is a function of the rowwise math inside the package's C++ namespace; `forward` is
     # the name of the autograd Function's method and of _registration's entry point.
     {"kernel": "rowwise", "registration": "pybind11", "float16": True, "bfloat16": True, "float64": True,
-     "cpu_impl": True, "package_name": "combine", "op_name": "forward"},
+     "cpu_impl": True, "package_name": "scaled", "op_name": "forward"},
     # `apply` is a function of the elementwise kernels inside the namespace; `scale` is the op's
     # parameter, the module's attribute and the functor's member.
     {"kernel": "elementwise", "registration": "torch_library", "float16": True, "bfloat16": True,
@@ -165,7 +165,7 @@ def test_the_enumeration_finds_the_template_names(candidates):
     # A few names of each kind, to show the enumeration sees them: locals and parameters, imports,
     # module and file names, C++ helpers inside the namespace and outside it, and op names whose
     # derived names are template names (the class PackageNotFoundError, the file test_soak.py).
-    expected = {"x", "self", "scale", "version", "support", "registration", "gradcheck", "combine", "py",
+    expected = {"x", "self", "scale", "version", "support", "registration", "gradcheck", "scaled", "py",
                 "package_not_found_error", "soak", "check", "module", "benchmark", "torch", "apply", "m"}
     assert expected <= set(candidates), expected - set(candidates)
     assert len(candidates) > 200
