@@ -27,17 +27,17 @@
 //     column strips over chunks of rows, writing dx and per-chunk partials.
 //     Two passes over x and dy.
 
-#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <torch/library.h>
 
 #include <limits>
 #include <numeric>
 
+#include "launch.cuh"
 #include "norm.h"
-#include "norm_common.cuh"
+#include "norm_plan.h"
+#include "pack.cuh"
+#include "reduce.cuh"
 
 namespace reference_ops {
 namespace cuda {
@@ -388,10 +388,10 @@ __global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
 // whose row sums meet through distributed shared memory; clusters also cut the
 // number of partial rows when there are few rows per SM. At the end the row
 // groups of a CTA are added in a fixed order and written as the CTA's partial
-// row (or as dweight / dbias themselves when the grid is one cluster). kRms:
+// row (or as dweight / dbias themselves when the grid is one cluster). RMSNorm:
 // no mean and no dbias, known at compile time (the sum of g, x - mean and the
 // dbias accumulators drop out).
-template <typename T, typename W, int kPacks, bool kSpan, bool kRms>
+template <typename T, typename W, int kPacks, RowLayout kLayout, Norm kNorm>
 __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     const T* __restrict__ dy,
     const T* __restrict__ x,
@@ -410,6 +410,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     int stages,
     int64_t slice_packs) {
   using acc_t = at::opmath_type<T>;
+  constexpr bool kSpan = kLayout == RowLayout::kSpan;
+  constexpr bool kRms = kNorm == Norm::kRms;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int kElems = kPacks * kVec;
   // kSpan: a span's packs beyond the aligned width (kSpanExtraPacks at most)
@@ -422,7 +424,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   using WPack = RawPack<W, kVec>;
   // Row sums: sum(g) (LayerNorm) and sum(g * (x - mean)).
   constexpr int kSums = kRms ? 1 : 2;
-  __shared__ ReduceScratch<acc_t, kSums, kMaxClusterSize * kBwdThreads / 32> scratch;
+  __shared__ ReduceScratch<acc_t, kSums, kMaxClusterSize * kBwdThreads / kWarpSize> scratch;
   const int groups = blockDim.x >> log2_pow2(threads_per_row);
   const int group = threadIdx.x >> log2_pow2(threads_per_row);
   const int lane = threadIdx.x & (threads_per_row - 1);
@@ -452,7 +454,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 
   // The statistics of a row are copied once per segment (the threads of one row
   // group within one warp) by its first thread, and read by that segment alone.
-  const int segment_threads = threads_per_row < 32 ? threads_per_row : 32;
+  const int segment_threads = threads_per_row < kWarpSize ? threads_per_row : kWarpSize;
   const int segments = blockDim.x / segment_threads;
   const int segment = threadIdx.x / segment_threads;
 
@@ -752,7 +754,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
   constexpr int kVec = kPackBytes / sizeof(T);
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
-  constexpr int kWarps = kFewThreads / 32;
+  constexpr int kWarps = kFewThreads / kWarpSize;
   constexpr int kColElems = kFewColPacks * kVec;
   __shared__ acc_t scratch[64];
   __shared__ acc_t col_sums[kWarps][2][kColElems];
@@ -857,13 +859,13 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
 #pragma unroll
-    for (int offset = kFewColPacks; offset < 32; offset *= 2) {
+    for (int offset = kFewColPacks; offset < kWarpSize; offset *= 2) {
       dw[e] += __shfl_xor_sync(0xffffffffu, dw[e], offset);
       db[e] += __shfl_xor_sync(0xffffffffu, db[e], offset);
     }
   }
-  const int warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 < kFewColPacks) {
+  const int warp = threadIdx.x / kWarpSize;
+  if (threadIdx.x % kWarpSize < kFewColPacks) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       col_sums[warp][0][pack_lane * kVec + e] = dw[e];
@@ -878,7 +880,7 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
     W* const out = which == 0 ? dweight : dbias;
     if (out != nullptr && col < cols) {
       acc_t total = acc_t(0);
-      for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) {
+      for (int w = 0; w < static_cast<int>(blockDim.x / kWarpSize); ++w) {
         total += col_sums[w][which][c];
       }
       out[col] = static_cast<W>(total);
@@ -1055,7 +1057,7 @@ bool staged_bwd_shape(
     return false;
   }
   // Rows split over a cluster need whole warps per row.
-  const int64_t min_threads = cluster > 1 ? 32 : 1;
+  const int64_t min_threads = cluster > 1 ? kWarpSize : 1;
   auto spread = [&](int64_t row_packs) {
     c.threads_per_row = static_cast<int>(
         std::min<int64_t>(kBwdThreads, std::max(min_threads, next_pow2(ceil_div(row_packs, kMaxPacks)))));
@@ -1073,7 +1075,7 @@ bool staged_bwd_shape(
   if (param_bytes + stage_bytes > budget) {
     return false;
   }
-  const int64_t segments = kBwdThreads / std::min(c.threads_per_row, 32);
+  const int64_t segments = kBwdThreads / std::min(c.threads_per_row, kWarpSize);
   const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
   // As many stages as fit in one CTA's shared memory and in its share of the
   // SM's (at least one).
@@ -1084,10 +1086,10 @@ bool staged_bwd_shape(
   return true;
 }
 
-template <typename T, typename W, int kPacks, bool kSpan, bool kRms>
+template <typename T, typename W, int kPacks, RowLayout kLayout, Norm kNorm>
 void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64_t clusters) {
   using acc_t = at::opmath_type<T>;
-  auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan, kRms>;
+  auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kLayout, kNorm>;
   // One cluster adds every row itself; more write partial rows for
   // column_sum_kernel.
   const bool direct = clusters == 1;
@@ -1140,8 +1142,10 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
     BOOL_SWITCH(a.cols % kVec != 0, kSpan, [&] {
       packs_switch(packs, [&](auto p) {
         constexpr int kPacks = decltype(p)::value;
+        constexpr RowLayout kLayout = kSpan ? RowLayout::kSpan : RowLayout::kAligned;
+        constexpr Norm kNorm = kRms ? Norm::kRms : Norm::kLayerNorm;
         if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
-          auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kSpan, kRms>;
+          auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kLayout, kNorm>;
           // Fewer rows in flight per CTA when that lets the SM hold every CTA its
           // registers allow: a second CTA hides latency better than deeper
           // staging (measured on the H100: 128-thread CTAs with 4 stages, one per
@@ -1161,7 +1165,7 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
             const int64_t step = kSpanShifts<T> / std::gcd<int64_t>(c.groups, kSpanShifts<T>);
             clusters = std::max(clusters / step * step, step);
           }
-          launch_norm_bwd_staged<T, W, kPacks, kSpan, kRms>(a, c, clusters);
+          launch_norm_bwd_staged<T, W, kPacks, kLayout, kNorm>(a, c, clusters);
         } else {
           TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
         }
@@ -1265,38 +1269,9 @@ void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
   }
 }
 
-// -----------------------------------------------------------------------------
-// Typed implementation and dtype dispatch
-// -----------------------------------------------------------------------------
+} // namespace
 
-template <typename T, typename W>
-void norm_bwd_typed(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape) {
-  using acc_t = at::opmath_type<T>;
-  BwdArgs<T, W> a{
-      dy.const_data_ptr<T>(),
-      x.const_data_ptr<T>(),
-      mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr,
-      rstd.const_data_ptr<acc_t>(),
-      weight.defined() ? weight.const_data_ptr<W>() : nullptr,
-      dx.mutable_data_ptr<T>(),
-      dweight.defined() ? dweight.mutable_data_ptr<W>() : nullptr,
-      dbias.defined() ? dbias.mutable_data_ptr<W>() : nullptr,
-      shape.rows,
-      shape.cols,
-      x.options().dtype(c10::CppTypeToScalarType<acc_t>::value)};
-  dispatch_norm_bwd<T, W>(a);
-}
-
-void norm_bwd_cuda(
+void norm_bwd(
     const at::Tensor& dy,
     const at::Tensor& x,
     const at::Tensor& mean,
@@ -1316,25 +1291,23 @@ void norm_bwd_cuda(
     return;
   }
   dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
-    norm_bwd_typed<decltype(t), decltype(w)>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
+    using T = decltype(t);
+    using W = decltype(w);
+    using acc_t = at::opmath_type<T>;
+    dispatch_norm_bwd<T, W>(BwdArgs<T, W>{
+        dy.const_data_ptr<T>(),
+        x.const_data_ptr<T>(),
+        mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr,
+        rstd.const_data_ptr<acc_t>(),
+        weight.defined() ? weight.const_data_ptr<W>() : nullptr,
+        dx.mutable_data_ptr<T>(),
+        dweight.defined() ? dweight.mutable_data_ptr<W>() : nullptr,
+        dbias.defined() ? dbias.mutable_data_ptr<W>() : nullptr,
+        shape.rows,
+        shape.cols,
+        x.options().dtype(c10::CppTypeToScalarType<acc_t>::value)});
   });
 }
 
-} // namespace
 } // namespace cuda
-
-// The shared entry points of norm.cpp with the CUDA backend.
-TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
-  m.impl(
-      "layer_norm_bwd",
-      [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-         c10::IntArrayRef shape, const std::optional<at::Tensor>& w, const std::optional<at::Tensor>& b) {
-        return layer_norm_bwd(dy, x, mean, rstd, shape, w, b, cuda::norm_bwd_cuda);
-      });
-  m.impl(
-      "rms_norm_bwd",
-      [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, c10::IntArrayRef shape,
-         const std::optional<at::Tensor>& w) { return rms_norm_bwd(dy, x, rstd, shape, w, cuda::norm_bwd_cuda); });
-}
-
 } // namespace reference_ops

@@ -1,55 +1,30 @@
-// CUDA forward kernels of reference_ops::layer_norm_fwd and
-// reference_ops::rms_norm_fwd.
+// CUDA forward of reference_ops::layer_norm_fwd / rms_norm_fwd and the inference ops: the
+// kernels, and the launch of the variant that plan_fwd (norm_plan.cpp) picks.
 //
-// One kernel family serves both ops (RMSNorm is LayerNorm without centring and
-// bias), chosen in dispatch_norm_fwd:
-//   * norm_fwd_rows_kernel (16-byte packs; for N not a multiple of the pack,
-//     the packs of the tensor that cover each row): a plain grid of CTAs, the
-//     row in registers (all of a thread's loads in flight at once), the exact
-//     two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the
-//     output from the same registers; rows wider than one CTA holds are split
-//     over a thread-block cluster (sm_90). Rows that fill every slot of every
-//     thread take instantiations without bounds checks (kFull; kGroup for
-//     narrow rows: the group fixed at compile time); there LayerNorm's mean
-//     and variance come from one reduction of each thread's sum and M2 about
-//     its own mean, combined pairwise (kMoments). Calls of one wave or
-//     less (few rows) spread rows thinner and load weight and bias with x
-//     (kEarly): their time is latency, not bandwidth.
-//   * norm_fwd_uncached_kernel: pointers that are not 16-byte aligned, and rows
-//     beyond the register kernel's largest cluster: read twice, with shifted
-//     sums (Chan, Golub & LeVeque 1983: sums of x - x[0] and (x - x[0])^2).
+// One kernel family serves both norms (RMSNorm is LayerNorm without centring and bias):
+//   * norm_fwd_rows_kernel, one instantiation per register variant of norm_plan.h (16-byte
+//     packs; for N not a multiple of the pack, the packs of the tensor that cover each row): a
+//     plain grid of CTAs, the row in registers (all of a thread's loads in flight at once), the
+//     exact two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output from the
+//     same registers; rows wider than one CTA holds are split over a thread-block cluster (sm_90).
+//   * norm_fwd_uncached_kernel: pointers that are not 16-byte aligned, and rows beyond the
+//     register kernel's largest cluster: read twice, with shifted sums (Chan, Golub & LeVeque
+//     1983: sums of x - x[0] and (x - x[0])^2).
 
-#include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <torch/library.h>
 
+#include <utility>
+
+#include "launch.cuh"
 #include "norm.h"
-#include "norm_common.cuh"
+#include "norm_plan.h"
+#include "pack.cuh"
+#include "reduce.cuh"
 
 namespace reference_ops {
 namespace cuda {
 namespace {
-
-// Block size of the uncached kernel (one row per block).
-constexpr int kUncachedThreads = 1024;
-
-// Register forward: packs per thread aimed for, the most a thread holds (128
-// bytes of row in T: 32 registers), the most threads of a CTA below 1024, the
-// widest row (in packs) spread at kRowTargetPacks a thread, and the CTA size
-// when rows share a CTA.
-constexpr int kRowTargetPacks = 4;
-constexpr int kRowMaxPacks = 8;
-constexpr int kRowMaxThreads = 512;
-constexpr int64_t kRowWidePacks = static_cast<int64_t>(kRowMaxThreads) * kRowTargetPacks;
-constexpr int kRowBlockThreads = 128;
-// Packs a thread aimed for in calls of one wave or less.
-constexpr int kFewRowPacks = 2;
-// Weight and bias: rows wider than kSplitPacks packs go to a cluster whose
-// slices hold at most kSplitSlicePacks (256 threads x kRowMaxPacks).
-constexpr int64_t kSplitPacks = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
-constexpr int64_t kSplitSlicePacks = 256 * kRowMaxPacks;
 
 // -----------------------------------------------------------------------------
 // Kernels
@@ -68,7 +43,7 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
     at::opmath_type<T> eps,
     bool rms) {
   using acc_t = at::opmath_type<T>;
-  __shared__ acc_t scratch[64];
+  __shared__ acc_t scratch[2 * kMaxWarps];
   const int64_t num_packs = cols / kVec;
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
@@ -143,18 +118,13 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // `shift` of `param_stride` packs), and the span's one or two packs beyond the
 // aligned width take one more slot (used by lanes 0 and 1 only), so a span row
 // is spread over threads like an aligned row of its width.
-template <
-    typename T,
-    typename W,
-    int kVec,
-    int kPacks,
-    bool kRms,
-    bool kCluster,
-    bool kSpan,
-    bool kFull,
-    int kGroup,
-    bool kEarly = false>
-__global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1) norm_fwd_rows_kernel(
+//
+// The variant (norm_plan.h) fixes at compile time whether the row is split over a cluster
+// (kCluster), is a span (kSpan), fills every slot (kFull), runs on a fixed group (kGroup) and
+// loads the parameters with x (kEarly).
+template <typename T, typename W, FwdVariant kVariant, Norm kNorm, int kPacks>
+__global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : kMaxThreadsPerRow, 1)
+    norm_fwd_rows_kernel(
     const T* __restrict__ x,
     const W* __restrict__ weight,
     const W* __restrict__ bias,
@@ -170,6 +140,15 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
     at::opmath_type<T> eps,
     bool plain_y) {
   using acc_t = at::opmath_type<T>;
+  constexpr FwdTraits kTraits = fwd_traits(kVariant);
+  static_assert(fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W)), "a planned variant");
+  constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr bool kRms = kNorm == Norm::kRms;
+  constexpr bool kCluster = kTraits.cluster;
+  constexpr bool kSpan = kTraits.span;
+  constexpr bool kFull = kTraits.full;
+  constexpr int kGroup = kTraits.group;
+  constexpr bool kEarly = kTraits.early;
   // kFull: aligned rows of exactly cluster x threads_per_row x kPacks packs,
   // so every slot holds a pack of the row: no bounds per slot or element, the
   // lane in the pointers (immediate offsets), weight / bias presence decided
@@ -179,7 +158,7 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   // at N = 512; on an H200 the issue slots, not DRAM, were the limit.)
   constexpr bool kFixed = kGroup > 0;
   static_assert(!kFull || !kSpan, "full rows are aligned rows");
-  static_assert(!kFixed || (kFull && !kCluster && kGroup <= 32), "fixed groups: narrow rows");
+  static_assert(!kFixed || (kFull && !kCluster && kGroup <= kWarpSize), "fixed groups: narrow rows");
   const int group = kFixed ? kGroup : threads_per_row;
   const int width = kFixed ? kGroup * kPacks * kVec : cols;
   using XPack = RawPack<T, kVec>;
@@ -196,7 +175,7 @@ __global__ void __launch_bounds__(kEarly ? kRowMaxThreads : kMaxThreadsPerRow, 1
   // 8-pack rows' first weight / bias pack with x; beside the two moments,
   // ptxas spills them and the forward ran 2 % slower.)
   constexpr bool kMoments = !kRms && kFull;
-  __shared__ ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxThreadsPerRow / 32> scratch;
+  __shared__ ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxWarps> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers)
   // drops out.
   const int cluster = kCluster ? cluster_size : 1;
@@ -529,7 +508,7 @@ __global__ void span_param_table_kernel(
 }
 
 // -----------------------------------------------------------------------------
-// Launchers
+// Launch of a plan
 // -----------------------------------------------------------------------------
 
 template <typename T, typename W>
@@ -547,7 +526,7 @@ struct FwdArgs {
   at::TensorOptions options;
 };
 
-// Rows wider than the register kernel holds: read twice, one row per CTA.
+// Rows wider than the register kernel holds, or unaligned: read twice, one row per CTA.
 template <typename T, typename W, int kVec>
 void launch_norm_fwd_uncached(const FwdArgs<T, W>& a) {
   auto kernel = norm_fwd_uncached_kernel<T, W, kVec>;
@@ -557,211 +536,111 @@ void launch_norm_fwd_uncached(const FwdArgs<T, W>& a) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Launches the register forward (kSpan: rows of a width that is not a multiple
-// of kVec); false when the row does not fit in the registers of the largest
-// cluster.
-template <typename T, typename W, int kVec, bool kSpan>
-bool launch_rows_fwd(const FwdArgs<T, W>& a) {
-  // A span covers at most two packs more than N / kVec.
-  const int64_t num_packs = a.cols / kVec + (kSpan ? 2 : 0);
-  // kRowTargetPacks packs per thread on at most kRowMaxThreads threads, so
-  // several CTAs share an SM, for rows of up to kRowWidePacks packs (4-pack
-  // rows load a batch of parameter packs at once, 8-pack rows one at a time);
-  // then kRowMaxPacks, on up to 1024 threads; wider rows are split over a
-  // cluster of kRowMaxThreads-thread CTAs at kRowMaxPacks. Rows with both
-  // weight and bias split from kSplitPacks packs on, into slices of at most
-  // kSplitSlicePacks: each CTA then reads only its slice of the two parameter
-  // vectors, which the L2 -> SM path otherwise carries for every row.
-  StagedConfig c;
-  const bool two_params = !a.rms && a.weight != nullptr && a.bias != nullptr;
-  const int64_t per_cta = two_params ? kSplitSlicePacks : static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
-  if (num_packs > (two_params ? kSplitPacks : static_cast<int64_t>(kMaxThreadsPerRow) * kRowMaxPacks)) {
-    while (c.cluster < max_cluster_size() && ceil_div(num_packs, c.cluster) > per_cta) {
-      c.cluster *= 2;
+// Calls f(norm_fwd_rows_kernel<T, W, variant, norm, packs>) for the plan's register variant. Only
+// the combinations of kFwdVariants are instantiated; false for any other (none is planned).
+template <typename T, typename W, typename F, int... kVariants>
+bool with_rows_kernel(const FwdPlan& plan, F&& f, std::integer_sequence<int, kVariants...>) {
+  bool found = false;
+  auto try_one = [&](auto variant, auto norm, auto packs) {
+    constexpr FwdVariant kVariant = decltype(variant)::value;
+    constexpr Norm kNorm = decltype(norm)::value;
+    constexpr int kPacks = decltype(packs)::value;
+    if constexpr (fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W))) {
+      if (plan.variant == kVariant && plan.norm == kNorm && plan.packs_per_thread == kPacks) {
+        f(norm_fwd_rows_kernel<T, W, kVariant, kNorm, kPacks>);
+        found = true;
+      }
     }
-  }
-  c.slice_packs = ceil_div(num_packs, c.cluster);
-  // Threads for the slice's aligned packs; a span's two more packs take the
-  // kernel's extra slot (with two threads or more), else they count in.
-  auto config = [&](int64_t packs) {
-    const bool wide = packs > kRowWidePacks || c.cluster > 1;
-    const RowConfig cfg = choose_row_config(packs, wide ? kRowMaxPacks : kRowTargetPacks, kRowMaxThreads);
-    return cfg.packs_per_thread > kRowMaxPacks ? choose_row_config(packs, kRowMaxPacks, kMaxThreadsPerRow) : cfg;
   };
-  RowConfig cfg = config(kSpan ? std::max<int64_t>(c.slice_packs - 2, 1) : c.slice_packs);
-  if (kSpan && cfg.threads_per_row < 2) {
-    cfg = config(c.slice_packs);
+  auto each_packs = [&](auto variant, auto norm) {
+    try_one(variant, norm, std::integral_constant<int, 1>{});
+    try_one(variant, norm, std::integral_constant<int, 2>{});
+    try_one(variant, norm, std::integral_constant<int, 4>{});
+    try_one(variant, norm, std::integral_constant<int, 8>{});
+  };
+  auto each_norm = [&](auto variant) {
+    each_packs(variant, std::integral_constant<Norm, Norm::kLayerNorm>{});
+    each_packs(variant, std::integral_constant<Norm, Norm::kRms>{});
+  };
+  (each_norm(std::integral_constant<FwdVariant, static_cast<FwdVariant>(kVariants)>{}), ...);
+  return found;
+}
+
+// Launches a register variant: the span parameter tables first when the plan needs them.
+template <typename T, typename W>
+void launch_norm_fwd_rows(const FwdPlan& plan, const FwdArgs<T, W>& a) {
+  constexpr int kVec = kPackBytes / sizeof(T);
+  if (plan.cluster > 1) {
+    // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
+    TORCH_CHECK(
+        plan.packs_per_thread == kRowMaxPacks && plan.threads_per_row >= kWarpSize,
+        "reference_ops: internal error, cluster slice of ", plan.slice_packs, " packs");
   }
-  if (cfg.packs_per_thread > kRowMaxPacks) {
-    return false;
-  }
-  // Calls of one wave or less (few rows, as at decode time) are latency-bound:
-  // kFewRowPacks packs a thread (more threads, shorter chains of adds each),
-  // weight and bias loaded with x (one round trip to L2 a call instead of
-  // two; the registers cost occupancy, which such a call does not use).
-  // Rows per CTA without a cluster.
-  auto groups = [](const RowConfig& r) { return std::max(r.threads_per_row, kRowBlockThreads) / r.threads_per_row; };
-  const bool one_wave = !kSpan && c.cluster == 1 &&
-                        ceil_div(a.rows, groups(cfg)) <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  if (one_wave) {
-    const RowConfig few = choose_row_config(c.slice_packs, kFewRowPacks, kRowMaxThreads);
-    cfg = few.packs_per_thread <= cfg.packs_per_thread ? few : cfg;
-  }
-  c.threads_per_row = cfg.threads_per_row;
-  c.groups = c.cluster > 1 ? 1 : groups(cfg);
-  const int64_t clusters = ceil_div(a.rows, c.groups);
   // Span rows read weight and bias from tables of kVec shifted copies.
-  const int stride = static_cast<int>(num_packs);
   const W* weight = a.weight;
   const W* bias = a.bias;
   at::Tensor tables;
-  if (kSpan && (weight != nullptr || bias != nullptr)) {
+  if (plan.span_tables) {
     using P = RawPack<W, kVec>;
-    const int64_t table_packs = static_cast<int64_t>(kVec) * stride;
+    const int64_t table_packs = static_cast<int64_t>(kVec) * plan.param_stride;
     tables = at::empty({2 * table_packs * static_cast<int64_t>(sizeof(P))}, a.options.dtype(at::kByte));
     P* weight_table = weight != nullptr ? reinterpret_cast<P*>(tables.mutable_data_ptr()) : nullptr;
     P* bias_table = bias != nullptr ? reinterpret_cast<P*>(tables.mutable_data_ptr()) + table_packs : nullptr;
     constexpr int kTableThreads = 256;
     span_param_table_kernel<W, kVec>
         <<<ceil_div(table_packs, kTableThreads), kTableThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-            weight, bias, weight_table, bias_table, static_cast<int>(a.cols), stride);
+            weight, bias, weight_table, bias_table, static_cast<int>(a.cols), plan.param_stride);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     weight = reinterpret_cast<const W*>(weight_table);
     bias = reinterpret_cast<const W*>(bias_table);
   }
-  // y is stored plainly when x and y overflow the L2 anyway (0.2-1.2 % faster
-  // at 256 MiB and more); in smaller calls evict-first keeps x in L2 for the
-  // backward or a next call (H100, float32 1024x4096: 7.85 -> 6.9 us).
-  const bool plain_y =
-      2 * a.rows * a.cols * static_cast<int64_t>(sizeof(T)) > at::cuda::getCurrentDeviceProperties()->l2CacheSize;
-  auto launch = [&](auto kernel) {
-    launch_staged(
-        kernel, c, clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
-        c.threads_per_row, c.cluster, static_cast<int>(c.slice_packs), stride, a.eps, plain_y);
-  };
-  // Every slot of every thread holds a pack of the row (see kFull). Besides the
-  // fixed groups, the unbounded kernels serve LayerNorm rows with parameters
-  // of x's type (one reduction for mean and variance, kMoments) in one-wave
-  // calls (0.1 us less a call; at up to 4 packs a thread in larger calls, 0-0.7
-  // % slower), and rows of 8 packs for 16-bit x, the issue-bound case (ncu,
-  // H200; float32 rows, half the elements a byte, gained nothing there).
-  // RMSNorm has one reduction either way and gained nothing.
-  constexpr bool kFullPacks8 = sizeof(T) == 2 && std::is_same_v<W, T>;
-  const bool full = sizeof(W) == sizeof(T) && !kSpan &&
-                    static_cast<int64_t>(cfg.threads_per_row) * cfg.packs_per_thread * c.cluster == num_packs;
-  BOOL_SWITCH(a.rms, kRms, [&] {
-    if (c.cluster > 1) {
-      // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs:
-      // always 8 per thread.
-      TORCH_CHECK(
-          cfg.packs_per_thread == kRowMaxPacks && cfg.threads_per_row >= 32,
-          "reference_ops: internal error, cluster slice of ", c.slice_packs, " packs");
-      if constexpr (!kSpan && !kRms && kFullPacks8) {
-        if (full) {
-          launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, false, true, 0>);
-          return;
-        }
-      }
-      launch(norm_fwd_rows_kernel<T, W, kVec, kRowMaxPacks, kRms, true, kSpan, false, 0>);
+  StagedConfig c;
+  c.threads_per_row = plan.threads_per_row;
+  c.groups = plan.groups;
+  c.cluster = plan.cluster;
+  c.slice_packs = plan.slice_packs;
+  const bool launched = with_rows_kernel<T, W>(
+      plan,
+      [&](auto kernel) {
+        launch_staged(
+            kernel, c, plan.clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
+            plan.threads_per_row, plan.cluster, plan.slice_packs, plan.param_stride, a.eps, plan.plain_y);
+      },
+      std::make_integer_sequence<int, kFwdVariantCount>{});
+  TORCH_CHECK(
+      launched, "reference_ops: internal error, no forward kernel for variant ", fwd_variant_name(plan.variant),
+      " at ", plan.packs_per_thread, " packs per thread");
+}
+
+template <typename T, typename W>
+void launch_norm_fwd(const FwdArgs<T, W>& a) {
+  const FwdCall call{
+      a.rows,
+      a.cols,
+      static_cast<int>(sizeof(T)),
+      static_cast<int>(sizeof(W)),
+      a.rms ? Norm::kRms : Norm::kLayerNorm,
+      reinterpret_cast<uintptr_t>(a.x),
+      reinterpret_cast<uintptr_t>(a.y),
+      reinterpret_cast<uintptr_t>(a.weight),
+      reinterpret_cast<uintptr_t>(a.bias)};
+  const FwdPlan plan = plan_fwd(call, device_limits());
+  switch (plan.variant) {
+    case FwdVariant::kUncached:
+      launch_norm_fwd_uncached<T, W, kPackBytes / sizeof(T)>(a);
       return;
-    }
-    // Rows of exactly kRowTargetPacks packs a thread on 8, 16 or 32 threads
-    // (16-bit N = 256, 512, 1024; float N = 128, 256, 512), parameters of x's
-    // type (wider ones spill): the group is fixed at compile time.
-    if constexpr (!kSpan && sizeof(W) == sizeof(T)) {
-      if (full && cfg.packs_per_thread == kRowTargetPacks) {
-        switch (cfg.threads_per_row) {
-          case 8:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, kRms, false, false, true, 8>);
-            return;
-          case 16:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, kRms, false, false, true, 16>);
-            return;
-          case 32:
-            launch(norm_fwd_rows_kernel<T, W, kVec, kRowTargetPacks, kRms, false, false, true, 32>);
-            return;
-          default:
-            break;
-        }
-      }
-    }
-    packs_switch(cfg.packs_per_thread, [&](auto p) {
-      constexpr int kPacks = decltype(p)::value;
-      constexpr bool kLeanLayerNorm = !kSpan && !kRms && std::is_same_v<W, T> && kPacks <= kRowTargetPacks;
-      if constexpr (kLeanLayerNorm) {
-        if (one_wave) {
-          if (full) {
-            launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0, true>);
-          } else {
-            launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, false, 0, true>);
-          }
-          return;
-        }
-      }
-      if constexpr (!kSpan && !kRms && kFullPacks8 && kPacks == kRowMaxPacks) {
-        if (full) {
-          launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, false, true, 0>);
-          return;
-        }
-      }
-      launch(norm_fwd_rows_kernel<T, W, kVec, kPacks, kRms, false, kSpan, false, 0>);
-    });
-  });
-  return true;
-}
-
-// The one place that picks a kernel: with 16-byte-aligned pointers the register
-// forward (16-byte packs; row spans when N is not a multiple of the pack), else
-// (or for rows wider than its largest cluster) the uncached kernel.
-template <typename T, typename W>
-void dispatch_norm_fwd(const FwdArgs<T, W>& a) {
-  constexpr int kVec = kPackBytes / sizeof(T);
-  const bool aligned = is_aligned(a.x, kPackBytes) && is_aligned(a.y, kPackBytes) &&
-                       is_aligned(a.weight, sizeof(W) * kVec) && is_aligned(a.bias, sizeof(W) * kVec);
-  const bool launched =
-      aligned && (a.cols % kVec == 0 ? launch_rows_fwd<T, W, kVec, false>(a) : launch_rows_fwd<T, W, kVec, true>(a));
-  if (launched) {
-    return;
-  }
-  if (aligned && a.cols % kVec == 0) {
-    launch_norm_fwd_uncached<T, W, kVec>(a);
-  } else {
-    launch_norm_fwd_uncached<T, W, 1>(a);
+    case FwdVariant::kUncachedElems:
+      launch_norm_fwd_uncached<T, W, 1>(a);
+      return;
+    default:
+      launch_norm_fwd_rows(plan, a);
+      return;
   }
 }
 
-// -----------------------------------------------------------------------------
-// Typed implementation and dtype dispatch
-// -----------------------------------------------------------------------------
+} // namespace
 
-template <typename T, typename W>
-void norm_fwd_typed(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms) {
-  using acc_t = at::opmath_type<T>;
-  FwdArgs<T, W> a{
-      x.const_data_ptr<T>(),
-      weight.defined() ? weight.const_data_ptr<W>() : nullptr,
-      bias.defined() ? bias.const_data_ptr<W>() : nullptr,
-      y.mutable_data_ptr<T>(),
-      mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
-      rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr,
-      shape.rows,
-      shape.cols,
-      static_cast<acc_t>(eps),
-      rms,
-      x.options()};
-  dispatch_norm_fwd<T, W>(a);
-}
-
-void norm_fwd_cuda(
+void norm_fwd(
     const at::Tensor& x,
     const at::Tensor& weight,
     const at::Tensor& bias,
@@ -775,33 +654,23 @@ void norm_fwd_cuda(
     return;
   }
   dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
-    norm_fwd_typed<decltype(t), decltype(w)>(x, weight, bias, y, mean, rstd, shape, eps, rms);
+    using T = decltype(t);
+    using W = decltype(w);
+    using acc_t = at::opmath_type<T>;
+    launch_norm_fwd<T, W>(FwdArgs<T, W>{
+        x.const_data_ptr<T>(),
+        weight.defined() ? weight.const_data_ptr<W>() : nullptr,
+        bias.defined() ? bias.const_data_ptr<W>() : nullptr,
+        y.mutable_data_ptr<T>(),
+        mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
+        rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr,
+        shape.rows,
+        shape.cols,
+        static_cast<acc_t>(eps),
+        rms,
+        x.options()});
   });
 }
 
-} // namespace
 } // namespace cuda
-
-// The shared entry points of norm.cpp with the CUDA backend.
-TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
-  m.impl(
-      "layer_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                           const std::optional<at::Tensor>& b,
-                           double eps) { return layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda); });
-  m.impl(
-      "rms_norm_fwd", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
-        return rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda);
-      });
-  m.impl(
-      "layer_norm_inference", [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w,
-                                 const std::optional<at::Tensor>& b, double eps) {
-        return std::get<0>(layer_norm_fwd(x, shape, w, b, eps, cuda::norm_fwd_cuda, /*stats=*/false));
-      });
-  m.impl(
-      "rms_norm_inference",
-      [](const at::Tensor& x, c10::IntArrayRef shape, const std::optional<at::Tensor>& w, double eps) {
-        return std::get<0>(rms_norm_fwd(x, shape, w, eps, cuda::norm_fwd_cuda, /*stats=*/false));
-      });
-}
-
 } // namespace reference_ops

@@ -7,7 +7,6 @@ model can swap the class and load the same checkpoint.
 from __future__ import annotations
 
 import numbers
-from typing import List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -16,10 +15,10 @@ from .ops import layer_norm, rms_norm
 
 __all__ = ["LayerNorm", "RMSNorm"]
 
-_ShapeT = Union[int, List[int], Tuple[int, ...], torch.Size]
+_ShapeT = int | list[int] | tuple[int, ...] | torch.Size
 
 
-def _as_tuple(normalized_shape: _ShapeT) -> Tuple[int, ...]:
+def _as_tuple(normalized_shape: _ShapeT) -> tuple[int, ...]:
     if isinstance(normalized_shape, numbers.Integral):
         return (int(normalized_shape),)
     return tuple(int(s) for s in normalized_shape)
@@ -29,7 +28,7 @@ class LayerNorm(nn.Module):
     """:class:`torch.nn.LayerNorm` computed by ``reference_ops.layer_norm``."""
 
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
-    normalized_shape: Tuple[int, ...]
+    normalized_shape: tuple[int, ...]
     eps: float
     elementwise_affine: bool
 
@@ -75,14 +74,14 @@ class RMSNorm(nn.Module):
     """:class:`torch.nn.RMSNorm` computed by ``reference_ops.rms_norm``."""
 
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
-    normalized_shape: Tuple[int, ...]
-    eps: Optional[float]
+    normalized_shape: tuple[int, ...]
+    eps: float | None
     elementwise_affine: bool
 
     def __init__(
         self,
         normalized_shape: _ShapeT,
-        eps: Optional[float] = None,
+        eps: float | None = None,
         elementwise_affine: bool = True,
         device=None,
         dtype=None,

@@ -1,0 +1,160 @@
+// Host side of the launches: the device's limits for the planner, occupancy queries, the
+// launch of a (cluster) grid, and compile-time switches over runtime values.
+#pragma once
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "norm_plan.h"
+
+namespace reference_ops {
+namespace cuda {
+
+// Calls f(std::integral_constant<int, P>) for the runtime value p in {1,2,4,8}.
+template <typename F>
+void packs_switch(int p, F&& f) {
+  switch (p) {
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      f(std::integral_constant<int, 4>{});
+      break;
+    case 8:
+      f(std::integral_constant<int, 8>{});
+      break;
+    default:
+      TORCH_CHECK(false, "reference_ops: internal error, unsupported packs per thread ", p);
+  }
+}
+
+// Runs `f` with the runtime flag `cond` as the compile-time constant `kName`
+// (one instantiation for each value).
+#define BOOL_SWITCH(cond, kName, ...) \
+  [&] {                               \
+    if (cond) {                       \
+      constexpr bool kName = true;    \
+      return __VA_ARGS__();           \
+    }                                 \
+    constexpr bool kName = false;     \
+    return __VA_ARGS__();             \
+  }()
+
+// Number of blocks that keep every SM busy for a kernel with this block size.
+template <typename Kernel>
+int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block_threads, smem_bytes));
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  return static_cast<int64_t>(std::max(per_sm, 1)) * sms;
+}
+
+// The launch shape of a staged kernel: CTAs of `threads_per_row * groups`
+// threads, `cluster` CTAs sharing each row (each a slice of `slice_packs`
+// packs), `stages` rows per group staged ahead in shared memory.
+struct StagedConfig {
+  int threads_per_row = 1;
+  int groups = 1;
+  int cluster = 1;
+  int stages = 1;
+  int64_t slice_packs = 0;
+  size_t smem_bytes = 0;
+  int threads() const {
+    return threads_per_row * groups;
+  }
+};
+
+// Largest cluster the device runs (8 is portable; none before sm_90).
+inline int max_cluster_size() {
+  return at::cuda::getCurrentDeviceProperties()->major >= 9 ? kMaxClusterSize : 1;
+}
+
+// The limits plan_fwd needs, of the current device.
+inline DeviceLimits device_limits() {
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  return {prop->multiProcessorCount, static_cast<int64_t>(prop->l2CacheSize), max_cluster_size()};
+}
+
+// Shared memory one CTA may use (opt-in limit), less a margin for static
+// arrays (row_reduce's scratch: up to 4 KiB).
+inline size_t smem_budget() {
+  return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 8192;
+}
+
+// Dynamic shared memory each CTA of `kernel` may take while the SM still holds
+// as many of its `threads`-thread CTAs as its registers allow.
+template <typename Kernel>
+int64_t smem_share_per_cta(Kernel kernel, int threads) {
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  cudaFuncAttributes attr{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
+  const int64_t per_cta = static_cast<int64_t>(prop->sharedMemPerMultiprocessor) / std::max(per_sm, 1) -
+                          static_cast<int64_t>(prop->reservedSharedMemPerBlock) -
+                          static_cast<int64_t>(attr.sharedSizeBytes);
+  return std::max<int64_t>(per_cta, 0);
+}
+
+// How many clusters of `kernel` (with cfg's shape) are resident at once, after
+// raising the kernel's dynamic shared memory limit to cfg.smem_bytes.
+template <typename Kernel>
+int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
+  C10_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg.smem_bytes)));
+  int64_t resident = 0;
+  if (cfg.cluster > 1) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cfg.cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    config.gridDim = dim3(cfg.cluster);
+    config.blockDim = dim3(cfg.threads());
+    config.dynamicSmemBytes = cfg.smem_bytes;
+    int clusters = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    resident = clusters;
+  } else {
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cfg.threads(), cfg.smem_bytes));
+    resident = static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  }
+  TORCH_CHECK(
+      resident > 0, "reference_ops: internal error, a ", cfg.threads(), "-thread CTA with ", cfg.smem_bytes,
+      " bytes of shared memory does not fit on this GPU");
+  return resident;
+}
+
+// Launches `clusters` clusters of `kernel` (a persistent grid) on the current
+// stream.
+template <typename Kernel, typename... Args>
+void launch_staged(Kernel kernel, const StagedConfig& cfg, int64_t clusters, Args... args) {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cfg.cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  config.attrs = attr;
+  config.numAttrs = cfg.cluster > 1 ? 1 : 0;
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cfg.cluster));
+  config.blockDim = dim3(cfg.threads());
+  config.dynamicSmemBytes = cfg.smem_bytes;
+  config.stream = at::cuda::getCurrentCUDAStream();
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+} // namespace cuda
+} // namespace reference_ops

@@ -1,0 +1,208 @@
+// CPU implementation of the normalisation ops: per row, the exact two-pass mean / variance
+// (mean = sum/N, var = sum((x-mean)^2)/N) in float (double for float64); the backward adds the
+// dweight / dbias partials of a fixed number of row chunks in chunk order, so results do not
+// depend on the thread count.
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "norm.h"
+
+namespace reference_ops {
+
+namespace cpu {
+namespace {
+
+// Rows per parallel task: about 32K elements of work each.
+constexpr int64_t kGrainElems = 32768;
+
+// Elements summed sequentially before adding into the row total (two-level
+// summation keeps float rounding error near (kSumBlock + N / kSumBlock) * eps).
+constexpr int64_t kSumBlock = 256;
+
+// Sums f(c) over c in [0, n) in blocks of kSumBlock.
+template <typename acc_t, typename F>
+acc_t blocked_sum(int64_t n, const F& f) {
+  acc_t total = acc_t(0);
+  for (int64_t begin = 0; begin < n; begin += kSumBlock) {
+    const int64_t end = std::min(n, begin + kSumBlock);
+    acc_t block = acc_t(0);
+    for (int64_t c = begin; c < end; ++c) {
+      block += f(c);
+    }
+    total += block;
+  }
+  return total;
+}
+
+// Fixed number of row chunks whose dweight / dbias partials are added in order.
+constexpr int64_t kBwdChunks = 32;
+
+template <typename T, typename W>
+void norm_fwd_typed(
+    const at::Tensor& x,
+    const at::Tensor& weight,
+    const at::Tensor& bias,
+    at::Tensor& y,
+    at::Tensor& mean,
+    at::Tensor& rstd,
+    NormShape shape,
+    double eps,
+    bool rms) {
+  using acc_t = at::opmath_type<T>;
+  const T* xp = x.const_data_ptr<T>();
+  const W* wp = weight.defined() ? weight.const_data_ptr<W>() : nullptr;
+  const W* bp = bias.defined() ? bias.const_data_ptr<W>() : nullptr;
+  T* yp = y.mutable_data_ptr<T>();
+  acc_t* mp = mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr;
+  acc_t* rp = rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr;
+  const int64_t cols = shape.cols;
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+  const int64_t grain = std::max<int64_t>(1, kGrainElems / cols);
+  at::parallel_for(0, shape.rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const T* xr = xp + row * cols;
+      const acc_t m =
+          rms ? acc_t(0) : blocked_sum<acc_t>(cols, [&](int64_t c) { return static_cast<acc_t>(xr[c]); }) * inv_cols;
+      const acc_t sq = blocked_sum<acc_t>(cols, [&](int64_t c) {
+        const acc_t d = static_cast<acc_t>(xr[c]) - m;
+        return d * d;
+      });
+      const acc_t r = acc_t(1) / std::sqrt(sq * inv_cols + static_cast<acc_t>(eps));
+      if (mp != nullptr) {
+        mp[row] = m;
+      }
+      if (rp != nullptr) {
+        rp[row] = r;
+      }
+      T* yr = yp + row * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        acc_t v = (static_cast<acc_t>(xr[c]) - m) * r;
+        if (wp != nullptr) {
+          v *= static_cast<acc_t>(wp[c]);
+        }
+        if (bp != nullptr) {
+          v += static_cast<acc_t>(bp[c]);
+        }
+        yr[c] = static_cast<T>(v);
+      }
+    }
+  });
+}
+
+template <typename T, typename W>
+void norm_bwd_typed(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& mean,
+    const at::Tensor& rstd,
+    const at::Tensor& weight,
+    at::Tensor& dx,
+    at::Tensor& dweight,
+    at::Tensor& dbias,
+    NormShape shape) {
+  using acc_t = at::opmath_type<T>;
+  const T* dyp = dy.const_data_ptr<T>();
+  const T* xp = x.const_data_ptr<T>();
+  const acc_t* mp = mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr;
+  const acc_t* rp = rstd.const_data_ptr<acc_t>();
+  const W* wp = weight.defined() ? weight.const_data_ptr<W>() : nullptr;
+  T* dxp = dx.mutable_data_ptr<T>();
+  const int64_t rows = shape.rows;
+  const int64_t cols = shape.cols;
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
+  const int64_t chunks = std::max<int64_t>(1, std::min(rows, kBwdChunks));
+  const int64_t rows_per_chunk = rows == 0 ? 0 : (rows + chunks - 1) / chunks;
+  const bool want_dw = dweight.defined();
+  const bool want_db = dbias.defined();
+  std::vector<acc_t> dw_part(want_dw ? chunks * cols : 0, acc_t(0));
+  std::vector<acc_t> db_part(want_db ? chunks * cols : 0, acc_t(0));
+  at::parallel_for(0, chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
+    for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+      const int64_t row_end = std::min(rows, (chunk + 1) * rows_per_chunk);
+      for (int64_t row = chunk * rows_per_chunk; row < row_end; ++row) {
+        const T* xr = xp + row * cols;
+        const T* gr = dyp + row * cols;
+        const acc_t m = mp != nullptr ? mp[row] : acc_t(0);
+        const acc_t r = rp[row];
+        const auto g_at = [&](int64_t c) {
+          return static_cast<acc_t>(gr[c]) * (wp != nullptr ? static_cast<acc_t>(wp[c]) : acc_t(1));
+        };
+        const acc_t sum_g = blocked_sum<acc_t>(cols, g_at);
+        const acc_t sum_gx =
+            blocked_sum<acc_t>(cols, [&](int64_t c) { return g_at(c) * (static_cast<acc_t>(xr[c]) - m) * r; });
+        const acc_t mean_g = mp != nullptr ? sum_g * inv_cols : acc_t(0);
+        const acc_t mean_gx = sum_gx * inv_cols;
+        T* dxr = dxp + row * cols;
+        for (int64_t c = 0; c < cols; ++c) {
+          const acc_t w = wp != nullptr ? static_cast<acc_t>(wp[c]) : acc_t(1);
+          const acc_t d = static_cast<acc_t>(gr[c]);
+          const acc_t xhat = (static_cast<acc_t>(xr[c]) - m) * r;
+          dxr[c] = static_cast<T>(r * (d * w - mean_g - xhat * mean_gx));
+          if (want_dw) {
+            dw_part[chunk * cols + c] += d * xhat;
+          }
+          if (want_db) {
+            db_part[chunk * cols + c] += d;
+          }
+        }
+      }
+    }
+  });
+  const auto reduce = [&](const std::vector<acc_t>& part, at::Tensor& out) {
+    W* op = out.mutable_data_ptr<W>();
+    for (int64_t c = 0; c < cols; ++c) {
+      acc_t s = acc_t(0);
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        s += part[chunk * cols + c];
+      }
+      op[c] = static_cast<W>(s);
+    }
+  };
+  if (want_dw) {
+    reduce(dw_part, dweight);
+  }
+  if (want_db) {
+    reduce(db_part, dbias);
+  }
+}
+
+} // namespace
+
+void norm_fwd(
+    const at::Tensor& x,
+    const at::Tensor& weight,
+    const at::Tensor& bias,
+    at::Tensor& y,
+    at::Tensor& mean,
+    at::Tensor& rstd,
+    NormShape shape,
+    double eps,
+    bool rms) {
+  dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
+    norm_fwd_typed<decltype(t), decltype(w)>(x, weight, bias, y, mean, rstd, shape, eps, rms);
+  });
+}
+
+void norm_bwd(
+    const at::Tensor& dy,
+    const at::Tensor& x,
+    const at::Tensor& mean,
+    const at::Tensor& rstd,
+    const at::Tensor& weight,
+    at::Tensor& dx,
+    at::Tensor& dweight,
+    at::Tensor& dbias,
+    NormShape shape) {
+  dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
+    norm_bwd_typed<decltype(t), decltype(w)>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
+  });
+}
+
+} // namespace cpu
+
+} // namespace reference_ops

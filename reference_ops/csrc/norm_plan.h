@@ -1,0 +1,226 @@
+// The forward's kernel variants, as named data, and the one function that plans a call: which
+// variant runs and with what launch shape. Plain C++ (no CUDA runtime, no ATen), so that the
+// planning is unit-tested on the CPU (tests/test_plan.py builds tests/plan_test.cpp with g++).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define REFERENCE_OPS_HOST_DEVICE __host__ __device__
+#else
+#define REFERENCE_OPS_HOST_DEVICE
+#endif
+
+namespace reference_ops {
+
+// -----------------------------------------------------------------------------
+// Limits shared by the planner and the kernels
+// -----------------------------------------------------------------------------
+
+// Threads of a warp. Shifts and masks use kLog2WarpSize: a signed division by 32 is not a shift.
+constexpr int kWarpSize = 32;
+constexpr int kLog2WarpSize = 5;
+static_assert(1 << kLog2WarpSize == kWarpSize, "warp size is a power of two");
+
+// Bytes moved by one vectorised global load or store (LDG.128 / STG.128).
+constexpr int kPackBytes = 16;
+
+// Largest number of threads that share one row.
+constexpr int kMaxThreadsPerRow = 1024;
+
+// Largest cluster the kernels use (8 is portable).
+constexpr int kMaxClusterSize = 8;
+
+// Register forward: packs per thread aimed for, the most a thread holds (128 bytes of row in T:
+// 32 registers), the most threads of a CTA below 1024, the widest row (in packs) spread at
+// kRowTargetPacks a thread, and the CTA size when rows share a CTA.
+constexpr int kRowTargetPacks = 4;
+constexpr int kRowMaxPacks = 8;
+constexpr int kRowMaxThreads = 512;
+constexpr int64_t kRowWidePacks = static_cast<int64_t>(kRowMaxThreads) * kRowTargetPacks;
+constexpr int kRowBlockThreads = 128;
+// Packs a thread aims for in calls of one wave or less.
+constexpr int kFewRowPacks = 2;
+// Weight and bias: rows wider than kSplitPacks packs go to a cluster whose slices hold at most
+// kSplitSlicePacks (256 threads x kRowMaxPacks).
+constexpr int64_t kSplitPacks = static_cast<int64_t>(kRowMaxThreads) * kRowMaxPacks;
+constexpr int64_t kSplitSlicePacks = 256 * kRowMaxPacks;
+// A row span (width not a multiple of the pack) covers at most two packs more than N / kVec.
+constexpr int kSpanExtraFwdPacks = 2;
+// Block size of the uncached kernel (one row per block).
+constexpr int kUncachedThreads = 1024;
+
+// -----------------------------------------------------------------------------
+// Variants
+// -----------------------------------------------------------------------------
+
+enum class Norm : int { kLayerNorm, kRms };
+
+// Rows whose width is a multiple of the pack, or spans: the packs of the tensor that cover a row.
+enum class RowLayout : int { kAligned, kSpan };
+
+// What each forward variant is for (see docs/reference_ops.md for the shapes each serves).
+enum class FwdVariant : int {
+  kRows,          // aligned rows held in registers, bounds checked per slot
+  kRowsSpan,      // widths that are not a multiple of the pack: the tensor's packs covering a row
+  kRowsFull,      // LayerNorm, 16-bit x and parameters, exactly 8 packs a thread: no bounds checks
+  kGroup8,        // exactly 4 packs a thread on a group of 8 / 16 / 32 threads fixed at compile
+  kGroup16,       //   time (16-bit N = 256 / 512 / 1024, float N = 128 / 256 / 512)
+  kGroup32,       //
+  kFewRows,       // LayerNorm calls of one wave or less: weight and bias loaded with x
+  kFewRowsFull,   // the same for rows that fill every slot
+  kCluster,       // rows wider than one CTA holds, split over a thread-block cluster (sm_90)
+  kClusterSpan,   // the same for widths that are not a multiple of the pack
+  kClusterFull,   // LayerNorm, 16-bit, cluster slices that fill every slot
+  kUncached,      // rows beyond the largest cluster: read twice, 16-byte packs
+  kUncachedElems  // pointers that are not 16-byte aligned: read twice, single elements
+};
+
+// The compile-time shape of a variant. norm_fwd_rows_kernel reads it from kFwdVariants.
+struct FwdTraits {
+  FwdVariant variant;
+  bool registers;       // norm_fwd_rows_kernel (else norm_fwd_uncached_kernel)
+  bool cluster;         // a row split over the CTAs of a cluster
+  bool span;            // rows of a width that is not a multiple of the pack
+  bool full;            // every slot of every thread holds a pack of the row: no bounds checks
+  int group;            // threads per row fixed at compile time (0: a launch argument)
+  bool early;           // weight and bias loaded together with x
+  bool layer_norm_only; // RMSNorm never takes it
+  bool same_params;     // only for parameters of x's dtype
+  bool two_byte_x;      // only for float16 / bfloat16 x
+  unsigned packs_mask;  // packs per thread it is built for: bit p for 2^p packs
+};
+
+// Packs per thread the register kernels are built for: bit p set for 2^p.
+constexpr unsigned kPacks1 = 1u;
+constexpr unsigned kPacks2 = 2u;
+constexpr unsigned kPacks4 = 4u;
+constexpr unsigned kPacks8 = 8u;
+constexpr unsigned kPacksAny = kPacks1 | kPacks2 | kPacks4 | kPacks8;
+
+// The supported variants, in FwdVariant order. A packs count left out of a mask is one the
+// planner never produces for that variant, so no kernel is built for it: a span row has at least
+// two packs a thread (its extra slot holds the packs past the aligned width), and a row of one
+// pack a thread on a power-of-two group of threads fills every slot (kFewRowsFull, not kFewRows).
+// tests/test_plan.py checks every width up to 2^20 against these masks.
+// clang-format off
+constexpr FwdTraits kFwdVariants[] = {
+//  variant                       regs   clust  span   full   grp early  LN     same   16bit  packs
+  {FwdVariant::kRows,           true,  false, false, false, 0,  false, false, false, false, kPacksAny},
+  {FwdVariant::kRowsSpan,       true,  false, true,  false, 0,  false, false, false, false, kPacks2 | kPacks4 | kPacks8},
+  {FwdVariant::kRowsFull,       true,  false, false, true,  0,  false, true,  true,  true,  kPacks8},
+  {FwdVariant::kGroup8,         true,  false, false, true,  8,  false, false, true,  false, kPacks4},
+  {FwdVariant::kGroup16,        true,  false, false, true,  16, false, false, true,  false, kPacks4},
+  {FwdVariant::kGroup32,        true,  false, false, true,  32, false, false, true,  false, kPacks4},
+  {FwdVariant::kFewRows,        true,  false, false, false, 0,  true,  true,  true,  false, kPacks2 | kPacks4},
+  {FwdVariant::kFewRowsFull,    true,  false, false, true,  0,  true,  true,  true,  false, kPacks1 | kPacks2 | kPacks4},
+  {FwdVariant::kCluster,        true,  true,  false, false, 0,  false, false, false, false, kPacks8},
+  {FwdVariant::kClusterSpan,    true,  true,  true,  false, 0,  false, false, false, false, kPacks8},
+  {FwdVariant::kClusterFull,    true,  true,  false, true,  0,  false, true,  true,  true,  kPacks8},
+  {FwdVariant::kUncached,       false, false, false, false, 0,  false, false, false, false, 0u},
+  {FwdVariant::kUncachedElems,  false, false, false, false, 0,  false, false, false, false, 0u},
+};
+// clang-format on
+constexpr int kFwdVariantCount = static_cast<int>(sizeof(kFwdVariants) / sizeof(kFwdVariants[0]));
+
+REFERENCE_OPS_HOST_DEVICE constexpr FwdTraits fwd_traits(FwdVariant v) {
+  return kFwdVariants[static_cast<int>(v)];
+}
+
+// Whether norm_fwd_rows_kernel is built for this variant, norm, packs per thread and dtype sizes
+// (parameters of x's dtype when param_bytes == x_bytes: float params of a 16-bit x are wider).
+REFERENCE_OPS_HOST_DEVICE constexpr bool fwd_rows_kernel_exists(
+    FwdVariant v, Norm norm, int packs, int x_bytes, int param_bytes) {
+  const FwdTraits t = fwd_traits(v);
+  return t.registers && (t.packs_mask & static_cast<unsigned>(packs)) != 0 &&
+         (!t.layer_norm_only || norm == Norm::kLayerNorm) && (!t.same_params || param_bytes == x_bytes) &&
+         (!t.two_byte_x || x_bytes == 2);
+}
+
+const char* fwd_variant_name(FwdVariant v);
+
+// -----------------------------------------------------------------------------
+// Planning
+// -----------------------------------------------------------------------------
+
+// What the planner needs to know of the GPU.
+struct DeviceLimits {
+  int sm_count;
+  int64_t l2_bytes;
+  int max_cluster; // largest thread-block cluster it runs: kMaxClusterSize on sm_90+, else 1
+};
+
+// One forward call: shape, dtype sizes (parameters: x's dtype, or float for a 16-bit x), the
+// norm, and the addresses of x, y, weight and bias (0 for an absent parameter).
+struct FwdCall {
+  int64_t rows;
+  int64_t cols;
+  int x_bytes;
+  int param_bytes;
+  Norm norm;
+  uintptr_t x;
+  uintptr_t y;
+  uintptr_t weight;
+  uintptr_t bias;
+};
+
+// The variant and its launch shape. Register variants: `clusters` clusters of `cluster` CTAs of
+// threads_per_row * groups threads; each CTA takes `groups` rows (or, in a cluster, a slice of
+// `slice_packs` packs of one row). Uncached variants: CTAs of kUncachedThreads threads, one row
+// at a time; their grid (min(rows, resident CTAs)) is the launcher's, from the runtime's
+// occupancy of the compiled kernel.
+struct FwdPlan {
+  FwdVariant variant = FwdVariant::kUncachedElems;
+  Norm norm = Norm::kLayerNorm;
+  int vec = 1;                // elements of x per pack
+  int packs_per_thread = 0;   // register variants
+  int threads_per_row = 0;
+  int groups = 1;
+  int cluster = 1;
+  int64_t clusters = 0;
+  int slice_packs = 0;
+  int param_stride = 0;       // packs per row of the span parameter tables
+  bool span_tables = false;   // span rows with weight or bias: build the shifted tables first
+  bool plain_y = false;       // y stored plainly (calls larger than the L2), else evict-first
+  int threads() const {
+    return threads_per_row * groups;
+  }
+};
+
+// The one place that picks a forward kernel: with 16-byte-aligned pointers a register variant
+// (row spans when N is not a multiple of the pack) while the row fits in the registers of the
+// largest cluster; otherwise an uncached variant.
+FwdPlan plan_fwd(const FwdCall& call, const DeviceLimits& device);
+
+// -----------------------------------------------------------------------------
+// Helpers shared with the backward's planning
+// -----------------------------------------------------------------------------
+
+inline bool is_aligned(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+inline int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v) {
+    p <<= 1;
+  }
+  return p;
+}
+
+// How a row of `num_packs` packs is spread over threads: `threads_per_row` threads (a power of
+// two) each holding `packs_per_thread` packs in registers.
+struct RowConfig {
+  int threads_per_row;
+  int packs_per_thread;
+};
+
+// Spreads `num_packs` over at most `max_threads` threads with about `target_packs` packs each;
+// packs_per_thread is a power of two.
+RowConfig choose_row_config(int64_t num_packs, int64_t target_packs, int64_t max_threads);
+
+} // namespace reference_ops
