@@ -66,15 +66,11 @@ struct StagedConfig {
   int stages = 1;
   int64_t slice_packs = 0;
   size_t smem_bytes = 0;
-  int threads() const {
-    return threads_per_row * groups;
-  }
+  int threads() const { return threads_per_row * groups; }
 };
 
 // Largest cluster the device runs (8 is portable; none before sm_90).
-inline int max_cluster_size() {
-  return at::cuda::getCurrentDeviceProperties()->major >= 9 ? kMaxClusterSize : 1;
-}
+inline int max_cluster_size() { return at::cuda::getCurrentDeviceProperties()->major >= 9 ? kMaxClusterSize : 1; }
 
 // The limits plan_fwd needs, of the current device.
 inline DeviceLimits device_limits() {
@@ -84,9 +80,7 @@ inline DeviceLimits device_limits() {
 
 // Shared memory one CTA may use (opt-in limit), less a margin for static
 // arrays (row_reduce's scratch: up to 4 KiB).
-inline size_t smem_budget() {
-  return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 8192;
-}
+inline size_t smem_budget() { return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 8192; }
 
 // Dynamic shared memory each CTA of `kernel` may take while the SM still holds
 // as many of its `threads`-thread CTAs as its registers allow.
@@ -130,9 +124,8 @@ int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, cfg.threads(), cfg.smem_bytes));
     resident = static_cast<int64_t>(per_sm) * at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   }
-  TORCH_CHECK(
-      resident > 0, "reference_ops: internal error, a ", cfg.threads(), "-thread CTA with ", cfg.smem_bytes,
-      " bytes of shared memory does not fit on this GPU");
+  TORCH_CHECK(resident > 0, "reference_ops: internal error, a ", cfg.threads(), "-thread CTA with ", cfg.smem_bytes,
+              " bytes of shared memory does not fit on this GPU");
   return resident;
 }
 
@@ -156,5 +149,5 @@ void launch_staged(Kernel kernel, const StagedConfig& cfg, int64_t clusters, Arg
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-} // namespace cuda
-} // namespace reference_ops
+}  // namespace cuda
+}  // namespace reference_ops

@@ -22,26 +22,21 @@ bool is_supported_dtype(c10::ScalarType t) {
   return t == at::kFloat || t == at::kHalf || t == at::kBFloat16 || t == at::kDouble;
 }
 
-void check_param(
-    const char* op, const char* name, const at::Tensor& x, const at::Tensor& p, c10::IntArrayRef normalized_shape) {
-  TORCH_CHECK(
-      p.device() == x.device(), op, ": ", name, " is on ", p.device(), " but x is on ", x.device(), "; move ", name,
-      " to x's device (e.g. module.to(x.device))");
-  TORCH_CHECK(
-      p.sizes() == normalized_shape, op, ": ", name, " must have shape normalized_shape = ", normalized_shape, ", got ",
-      p.sizes());
+void check_param(const char* op, const char* name, const at::Tensor& x, const at::Tensor& p,
+                 c10::IntArrayRef normalized_shape) {
+  TORCH_CHECK(p.device() == x.device(), op, ": ", name, " is on ", p.device(), " but x is on ", x.device(), "; move ",
+              name, " to x's device (e.g. module.to(x.device))");
+  TORCH_CHECK(p.sizes() == normalized_shape, op, ": ", name, " must have shape normalized_shape = ", normalized_shape,
+              ", got ", p.sizes());
   const bool same = p.scalar_type() == x.scalar_type();
   const bool mixed =
       p.scalar_type() == at::kFloat && (x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16);
-  TORCH_CHECK(
-      same || mixed, op, ": ", name, " has dtype ", p.scalar_type(), " but x has dtype ", x.scalar_type(), "; ", name,
-      " must have x's dtype, or float32 when x is float16/bfloat16 (convert with .to(x.dtype))");
+  TORCH_CHECK(same || mixed, op, ": ", name, " has dtype ", p.scalar_type(), " but x has dtype ", x.scalar_type(), "; ",
+              name, " must have x's dtype, or float32 when x is float16/bfloat16 (convert with .to(x.dtype))");
 }
 
 // dtype of mean / rstd: float32 for float32/float16/bfloat16 input, float64 for float64.
-c10::ScalarType stat_dtype(c10::ScalarType x_dtype) {
-  return x_dtype == at::kDouble ? at::kDouble : at::kFloat;
-}
+c10::ScalarType stat_dtype(c10::ScalarType x_dtype) { return x_dtype == at::kDouble ? at::kDouble : at::kFloat; }
 
 // Shape of mean / rstd: the leading (non-normalised) dimensions of x.
 std::vector<int64_t> stat_shape(const at::Tensor& x, c10::IntArrayRef normalized_shape) {
@@ -51,22 +46,16 @@ std::vector<int64_t> stat_shape(const at::Tensor& x, c10::IntArrayRef normalized
 
 // Validates x / weight / bias against normalized_shape and returns (rows, cols). `op` names the
 // public function in error messages.
-NormShape check_norm_args(
-    const char* op,
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias) {
-  TORCH_CHECK(
-      is_supported_dtype(x.scalar_type()), op, ": x must be float32, float16, bfloat16 or float64, got ",
-      x.scalar_type(), "; convert it first (e.g. x.float())");
-  TORCH_CHECK(
-      !normalized_shape.empty(), op, ": normalized_shape must name at least one trailing dimension of x, got []");
+NormShape check_norm_args(const char* op, const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                          const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias) {
+  TORCH_CHECK(is_supported_dtype(x.scalar_type()), op, ": x must be float32, float16, bfloat16 or float64, got ",
+              x.scalar_type(), "; convert it first (e.g. x.float())");
+  TORCH_CHECK(!normalized_shape.empty(), op,
+              ": normalized_shape must name at least one trailing dimension of x, got []");
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());
-  TORCH_CHECK(
-      x.dim() >= nd && x.sizes().slice(x.dim() - nd) == normalized_shape, op, ": normalized_shape ", normalized_shape,
-      " must equal the trailing dimensions of x, got x of shape ", x.sizes(),
-      "; pass normalized_shape = x.shape[-k:] for the k dimensions to normalise over");
+  TORCH_CHECK(x.dim() >= nd && x.sizes().slice(x.dim() - nd) == normalized_shape, op, ": normalized_shape ",
+              normalized_shape, " must equal the trailing dimensions of x, got x of shape ", x.sizes(),
+              "; pass normalized_shape = x.shape[-k:] for the k dimensions to normalise over");
   int64_t cols = 1;
   for (const int64_t s : normalized_shape) {
     cols *= s;
@@ -77,27 +66,20 @@ NormShape check_norm_args(
   }
   if (bias.has_value()) {
     check_param(op, "bias", x, *bias, normalized_shape);
-    TORCH_CHECK(
-        !weight.has_value() || weight->scalar_type() == bias->scalar_type(), op, ": weight (", weight->scalar_type(),
-        ") and bias (", bias->scalar_type(), ") must have the same dtype");
+    TORCH_CHECK(!weight.has_value() || weight->scalar_type() == bias->scalar_type(), op, ": weight (",
+                weight->scalar_type(), ") and bias (", bias->scalar_type(), ") must have the same dtype");
   }
   return {x.numel() / cols, cols};
 }
 
 // Validates the saved statistics and the incoming gradient of a backward op.
-NormShape check_norm_bwd_args(
-    const char* op,
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& rstd,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias) {
+NormShape check_norm_bwd_args(const char* op, const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                              c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                              const std::optional<at::Tensor>& bias) {
   const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
-  TORCH_CHECK(
-      dy.sizes() == x.sizes() && dy.scalar_type() == x.scalar_type() && dy.device() == x.device(), op,
-      ": the gradient must match x in shape, dtype and device; got ", dy.sizes(), " ", dy.scalar_type(), " on ",
-      dy.device(), " for x ", x.sizes(), " ", x.scalar_type(), " on ", x.device());
+  TORCH_CHECK(dy.sizes() == x.sizes() && dy.scalar_type() == x.scalar_type() && dy.device() == x.device(), op,
+              ": the gradient must match x in shape, dtype and device; got ", dy.sizes(), " ", dy.scalar_type(), " on ",
+              dy.device(), " for x ", x.sizes(), " ", x.scalar_type(), " on ", x.device());
   TORCH_CHECK(
       rstd.device() == x.device() && rstd.scalar_type() == stat_dtype(x.scalar_type()) && rstd.numel() == shape.rows,
       op, ": rstd must be the statistics returned by the forward op (", shape.rows, " values of dtype ",
@@ -124,16 +106,8 @@ at::Tensor defined_or_empty(const at::Tensor& t, const at::Tensor& like) {
 }
 
 // The implementation of x's device (every tensor was checked to be on it).
-void run_norm_fwd(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms) {
+void run_norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
+                  at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps, bool rms) {
   if (x.is_cuda()) {
     cuda::norm_fwd(x, weight, bias, y, mean, rstd, shape, eps, rms);
   } else {
@@ -141,16 +115,8 @@ void run_norm_fwd(
   }
 }
 
-void run_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape) {
+void run_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                  const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
   if (x.is_cuda()) {
     cuda::norm_bwd(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
   } else {
@@ -165,17 +131,11 @@ struct FwdOutputs {
 };
 
 // Checks, allocates y (and, with `stats`, rstd and LayerNorm's mean) and runs the implementation.
-FwdOutputs norm_fwd(
-    const char* op,
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps,
-    bool rms,
-    bool stats) {
+FwdOutputs norm_fwd(const char* op, const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+                    bool rms, bool stats) {
   const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
-  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   FwdOutputs out{at::empty_like(xc), at::Tensor(), at::Tensor()};
   if (stats) {
@@ -185,94 +145,75 @@ FwdOutputs norm_fwd(
       out.mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
     }
   }
-  run_norm_fwd(
-      xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), out.y, out.mean, out.rstd, shape, eps, rms);
+  run_norm_fwd(xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), out.y, out.mean, out.rstd, shape,
+               eps, rms);
   return out;
 }
 
-} // namespace
+}  // namespace
 
 // -----------------------------------------------------------------------------
 // Entry points
 // -----------------------------------------------------------------------------
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias, double eps) {
   FwdOutputs out = norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, true);
   return {out.y, out.mean, out.rstd};
 }
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps) {
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps) {
   FwdOutputs out = norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, true);
   return {out.y, out.rstd};
 }
 
 // No gradient wanted: no statistics are allocated, and the kernels write none.
-at::Tensor layer_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps) {
+at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                                double eps) {
   return norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, false).y;
 }
 
-at::Tensor rms_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps) {
+at::Tensor rms_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                              const std::optional<at::Tensor>& weight, double eps) {
   return norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, false).y;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
+                                                              const at::Tensor& mean, const at::Tensor& rstd,
+                                                              c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias) {
   const NormShape shape = check_norm_bwd_args("layer_norm_bwd", dy, x, rstd, normalized_shape, weight, bias);
   TORCH_CHECK(
       mean.sizes() == rstd.sizes() && mean.scalar_type() == rstd.scalar_type() && mean.device() == rstd.device(),
       "layer_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
       "layer_norm_fwd); got mean ",
       mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ", rstd.scalar_type());
-  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor dx = at::empty_like(xc);
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias = grad_like(bias);
-  run_norm_bwd(
-      dy.contiguous(), xc, mean.contiguous(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight, dbias,
-      shape);
+  run_norm_bwd(dy.contiguous(), xc, mean.contiguous(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
+               dbias, shape);
   return {dx, defined_or_empty(dweight, x), defined_or_empty(dbias, x)};
 }
 
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& rstd,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight) {
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight) {
   const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
-  const c10::DeviceGuard guard(x.device()); // checked above: every tensor is on x's device
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   at::Tensor dx = at::empty_like(xc);
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias;
-  run_norm_bwd(
-      dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight, dbias, shape);
+  run_norm_bwd(dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
+               dbias, shape);
   return {dx, defined_or_empty(dweight, x)};
 }
 
-} // namespace reference_ops
+}  // namespace reference_ops

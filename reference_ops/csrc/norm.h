@@ -16,42 +16,24 @@ namespace reference_ops {
 // and run the implementation of x's device. mean / rstd have x's leading (non-normalised) shape,
 // float32 (float64 for float64 x); the *_inference ops write no statistics. The backward ops
 // return empty tensors in place of dweight / dbias when weight / bias is None.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps);
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps);
-at::Tensor layer_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias,
-    double eps);
-at::Tensor rms_norm_inference(
-    const at::Tensor& x,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    double eps);
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& bias);
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& rstd,
-    c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps);
+at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                                double eps);
+at::Tensor rms_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                              const std::optional<at::Tensor>& weight, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
+                                                              const at::Tensor& mean, const at::Tensor& rstd,
+                                                              c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias);
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight);
 
 // Shape of one normalisation problem: `rows` independent rows of `cols` contiguous elements.
 struct NormShape {
@@ -63,50 +45,18 @@ struct NormShape {
 // Undefined tensors stand for absent weight / bias, and for statistics not wanted (mean for
 // RMSNorm; mean and rstd for the inference ops), which are then not written.
 namespace cpu {
-void norm_fwd(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms);
-void norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape);
-} // namespace cpu
+void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, at::Tensor& mean,
+              at::Tensor& rstd, NormShape shape, double eps, bool rms);
+void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+              const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape);
+}  // namespace cpu
 
 namespace cuda {
-void norm_fwd(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms);
-void norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape);
-} // namespace cuda
+void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, at::Tensor& mean,
+              at::Tensor& rstd, NormShape shape, double eps, bool rms);
+void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+              const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape);
+}  // namespace cuda
 
 // Calls f(T{}, W{}) for x's dtype T and the parameter dtype W: W = float for float16 / bfloat16 x
 // with float32 parameters (mixed precision), W = T otherwise.
@@ -129,4 +79,4 @@ inline bool has_float_params(const at::Tensor& x, const at::Tensor& a, const at:
   return p.defined() && p.scalar_type() == at::kFloat && x.scalar_type() != at::kFloat;
 }
 
-} // namespace reference_ops
+}  // namespace reference_ops

@@ -58,19 +58,17 @@ constexpr int kBwdMaxStages = 4;
 constexpr int kMaxStagedAccBytes = 128;
 // Span rows (N not a multiple of the pack) are copied from the 32-byte sector
 // (two packs) at or below their start: cp.async's 16-byte copies of a span that
-// starts half-way into a sector asked L2 for 1.5 times the sectors (ncu, H100,
-// fp32 16416x4095). The span then reaches up to kSpanAlignPacks + 1 packs past
-// the row's N / kVec whole ones; the row's start within its first pack pair,
-// the shift, is below kSpanAlignPacks * kVec.
+// starts half-way into a sector ask L2 for half as many sectors again. The span then reaches up to kSpanAlignPacks + 1
+// packs past the row's N / kVec whole ones; the row's start within its first pack pair, the shift, is below
+// kSpanAlignPacks * kVec.
 constexpr int kSpanAlignPacks = 2;
 constexpr int kSpanExtraPacks = kSpanAlignPacks + 1;
 // The shifts a span of T can have.
 template <typename T>
 constexpr int kSpanShifts = kPackBytes / sizeof(T) * kSpanAlignPacks;
 // Partial rows (written, then read by column_sum_kernel) above this share of
-// the bytes the backward must move make a larger cluster worth its reductions
-// (H100: at 0.04, bf16 LayerNorm N = 8192 split its rows over 2-CTA clusters
-// and ran at 65 % of copy bandwidth; kept whole, 85 %).
+// the bytes the backward must move make a larger cluster worth its reductions;
+// below it, a row kept whole in one CTA is cheaper than the cluster's exchange.
 constexpr double kMaxPartialShare = 0.1;
 // Partial rows below this many bytes cost less than the reductions a larger
 // cluster adds.
@@ -114,18 +112,11 @@ __device__ __forceinline__ void zero_pack(Pack<T, kVec>& p) {
 // -----------------------------------------------------------------------------
 
 template <typename T, typename W, int kVec, int kPacks>
-__global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_kernel(
-    const T* __restrict__ dy,
-    const T* __restrict__ x,
-    const at::opmath_type<T>* __restrict__ mean,
-    const at::opmath_type<T>* __restrict__ rstd,
-    const W* __restrict__ weight,
-    T* __restrict__ dx,
-    at::opmath_type<T>* __restrict__ dw_part,
-    at::opmath_type<T>* __restrict__ db_part,
-    int64_t rows,
-    int64_t cols,
-    int threads_per_row) {
+__global__ void __launch_bounds__(kBwdThreads, 1)
+    norm_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const at::opmath_type<T>* __restrict__ mean,
+                    const at::opmath_type<T>* __restrict__ rstd, const W* __restrict__ weight, T* __restrict__ dx,
+                    at::opmath_type<T>* __restrict__ dw_part, at::opmath_type<T>* __restrict__ db_part, int64_t rows,
+                    int64_t cols, int threads_per_row) {
   using acc_t = at::opmath_type<T>;
   constexpr int kElems = kPacks * kVec;
   __shared__ acc_t scratch[64];
@@ -264,15 +255,11 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_kernel(
 }
 
 template <typename T, typename W, int kVec>
-__global__ void __launch_bounds__(kWideStatsThreads, 1) norm_bwd_row_stats_kernel(
-    const T* __restrict__ dy,
-    const T* __restrict__ x,
-    const at::opmath_type<T>* __restrict__ mean,
-    const at::opmath_type<T>* __restrict__ rstd,
-    const W* __restrict__ weight,
-    at::opmath_type<T>* __restrict__ row_stats,
-    int64_t rows,
-    int64_t cols) {
+__global__ void __launch_bounds__(kWideStatsThreads, 1)
+    norm_bwd_row_stats_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                              const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
+                              const W* __restrict__ weight, at::opmath_type<T>* __restrict__ row_stats, int64_t rows,
+                              int64_t cols) {
   using acc_t = at::opmath_type<T>;
   __shared__ acc_t scratch[64];
   const int64_t num_packs = cols / kVec;
@@ -310,19 +297,13 @@ __global__ void __launch_bounds__(kWideStatsThreads, 1) norm_bwd_row_stats_kerne
 }
 
 template <typename T, typename W, int kVec>
-__global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
-    const T* __restrict__ dy,
-    const T* __restrict__ x,
-    const at::opmath_type<T>* __restrict__ mean,
-    const at::opmath_type<T>* __restrict__ rstd,
-    const W* __restrict__ weight,
-    const at::opmath_type<T>* __restrict__ row_stats,
-    T* __restrict__ dx,
-    at::opmath_type<T>* __restrict__ dw_part,
-    at::opmath_type<T>* __restrict__ db_part,
-    int64_t rows,
-    int64_t cols,
-    int64_t rows_per_chunk) {
+__global__ void __launch_bounds__(kColumnsThreads)
+    norm_bwd_columns_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                            const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
+                            const W* __restrict__ weight, const at::opmath_type<T>* __restrict__ row_stats,
+                            T* __restrict__ dx, at::opmath_type<T>* __restrict__ dw_part,
+                            at::opmath_type<T>* __restrict__ db_part, int64_t rows, int64_t cols,
+                            int64_t rows_per_chunk) {
   using acc_t = at::opmath_type<T>;
   const int64_t num_packs = cols / kVec;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -392,23 +373,13 @@ __global__ void __launch_bounds__(kColumnsThreads) norm_bwd_columns_kernel(
 // no mean and no dbias, known at compile time (the sum of g, x - mean and the
 // dbias accumulators drop out).
 template <typename T, typename W, int kPacks, RowLayout kLayout, Norm kNorm>
-__global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
-    const T* __restrict__ dy,
-    const T* __restrict__ x,
-    const at::opmath_type<T>* __restrict__ mean,
-    const at::opmath_type<T>* __restrict__ rstd,
-    const W* __restrict__ weight,
-    T* __restrict__ dx,
-    at::opmath_type<T>* __restrict__ dw_part,
-    at::opmath_type<T>* __restrict__ db_part,
-    W* __restrict__ dweight,
-    W* __restrict__ dbias,
-    int64_t rows,
-    int64_t cols,
-    int threads_per_row,
-    int cluster,
-    int stages,
-    int64_t slice_packs) {
+__global__ void __launch_bounds__(kBwdThreads, 1)
+    norm_bwd_staged_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                           const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
+                           const W* __restrict__ weight, T* __restrict__ dx, at::opmath_type<T>* __restrict__ dw_part,
+                           at::opmath_type<T>* __restrict__ db_part, W* __restrict__ dweight, W* __restrict__ dbias,
+                           int64_t rows, int64_t cols, int threads_per_row, int cluster, int stages,
+                           int64_t slice_packs) {
   using acc_t = at::opmath_type<T>;
   constexpr bool kSpan = kLayout == RowLayout::kSpan;
   constexpr bool kRms = kNorm == Norm::kRms;
@@ -605,7 +576,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
     }
     cp_async_commit();
     cp_async_wait(stages - 1);
-    __syncwarp(); // the statistics were copied by the segment's first thread
+    __syncwarp();  // the statistics were copied by the segment's first thread
     const XPack* xs = staged(k);
     const acc_t* st = row_stats(k);
     const acc_t m = kRms ? acc_t(0) : st[0];
@@ -684,7 +655,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
   // Add the row groups of this CTA in a fixed order, through the (now idle)
   // staging memory, and write the CTA's columns of its partial row.
   cp_async_wait(0);
-  acc_t* sums_s = reinterpret_cast<acc_t*>(stage); // [groups][slice_cols]
+  acc_t* sums_s = reinterpret_cast<acc_t*>(stage);  // [groups][slice_cols]
   const int slice_cols = kSpan ? max(col_end - col_begin, 0) : packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
@@ -736,20 +707,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1) norm_bwd_staged_kernel(
 // A row block holds `rows_per_block` rows (one when the rows are spread), kPacks
 // packs a thread.
 template <typename T, typename W, int kPacks>
-__global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
-    const T* __restrict__ dy,
-    const T* __restrict__ x,
-    const at::opmath_type<T>* __restrict__ mean,
-    const at::opmath_type<T>* __restrict__ rstd,
-    const W* __restrict__ weight,
-    T* __restrict__ dx,
-    W* __restrict__ dweight,
-    W* __restrict__ dbias,
-    int64_t rows,
-    int64_t cols,
-    int threads_per_row,
-    int rows_per_block,
-    int64_t row_blocks) {
+__global__ void __launch_bounds__(kFewThreads)
+    norm_bwd_few_rows_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                             const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
+                             const W* __restrict__ weight, T* __restrict__ dx, W* __restrict__ dweight,
+                             W* __restrict__ dbias, int64_t rows, int64_t cols, int threads_per_row, int rows_per_block,
+                             int64_t row_blocks) {
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   using XPack = RawPack<T, kVec>;
@@ -895,13 +858,8 @@ __global__ void __launch_bounds__(kFewThreads) norm_bwd_few_rows_kernel(
 // flight); the per-column order, hence every bit of the sum, does not depend
 // on kV.
 template <typename acc_t, typename W, int kV>
-__global__ void column_sum_kernel(
-    const acc_t* __restrict__ part0,
-    W* __restrict__ out0,
-    const acc_t* __restrict__ part1,
-    W* __restrict__ out1,
-    int64_t parts,
-    int64_t cols) {
+__global__ void column_sum_kernel(const acc_t* __restrict__ part0, W* __restrict__ out0,
+                                  const acc_t* __restrict__ part1, W* __restrict__ out1, int64_t parts, int64_t cols) {
   constexpr int kTileCols = kSumCols * kV;
   __shared__ acc_t tile[kSumSlices][kTileCols + 1];
   const acc_t* __restrict__ part = blockIdx.y == 0 ? part0 : part1;
@@ -975,8 +933,8 @@ void launch_column_sums(const BwdArgs<T, W>& a, const at::Tensor& dw_part, const
     kernel<<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, a.cols);
   };
   // 16-byte loads when every partial row starts 16-byte aligned and the wider
-  // tiles still give every SM a block (H100, bf16 LayerNorm: 2048x32768 -3 %
-  // backward time, 4096x16384 -0.6 %; 65536x1024, 16 blocks, +0.8 %).
+  // tiles still give every SM a block (with fewer blocks than SMs, the idle SMs
+  // cost more than the wider loads save).
   constexpr int kV = kPackBytes / sizeof(acc_t);
   const int64_t vector_blocks = ceil_div(a.cols, kSumCols * kV) * (both ? 2 : 1);
   if (a.cols % kV == 0 && vector_blocks >= at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
@@ -1000,8 +958,8 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
   {
     auto kernel = norm_bwd_row_stats_kernel<T, W, kVec>;
     const int64_t grid = std::min(a.rows, resident_blocks(kernel, kWideStatsThreads, 0));
-    kernel<<<grid, kWideStatsThreads, 0, stream>>>(
-        a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.mutable_data_ptr<acc_t>(), a.rows, a.cols);
+    kernel<<<grid, kWideStatsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight,
+                                                   row_stats.mutable_data_ptr<acc_t>(), a.rows, a.cols);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   auto kernel = norm_bwd_columns_kernel<T, W, kVec>;
@@ -1016,9 +974,9 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
   at::Tensor db_part = a.dbias != nullptr ? at::empty({used_chunks, a.cols}, a.acc_options) : at::Tensor();
   TORCH_CHECK(used_chunks <= 65535, "reference_ops: too many rows (", a.rows, ") for the wide-row backward");
   const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(used_chunks));
-  kernel<<<grid, kColumnsThreads, 0, stream>>>(
-      a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(), a.dx, data_or_null<acc_t>(dw_part),
-      data_or_null<acc_t>(db_part), a.rows, a.cols, rows_per_chunk);
+  kernel<<<grid, kColumnsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(),
+                                               a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows,
+                                               a.cols, rows_per_chunk);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (a.dweight != nullptr || a.dbias != nullptr) {
     launch_column_sums(a, dw_part, db_part, used_chunks);
@@ -1030,12 +988,8 @@ void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
 // staged ahead fill at most `share_bytes` of shared memory (the CTA's share of
 // an SM).
 template <typename T, typename W>
-bool staged_bwd_shape(
-    const BwdArgs<T, W>& a,
-    int cluster,
-    StagedConfig& c,
-    int& packs,
-    int64_t share_bytes = std::numeric_limits<int64_t>::max()) {
+bool staged_bwd_shape(const BwdArgs<T, W>& a, int cluster, StagedConfig& c, int& packs,
+                      int64_t share_bytes = std::numeric_limits<int64_t>::max()) {
   using acc_t = at::opmath_type<T>;
   constexpr int kVec = kPackBytes / sizeof(T);
   constexpr int64_t kMaxPacks = kMaxStagedAccBytes / sizeof(acc_t) / kVec;
@@ -1079,8 +1033,8 @@ bool staged_bwd_shape(
   const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
   // As many stages as fit in one CTA's shared memory and in its share of the
   // SM's (at least one).
-  const int64_t fit = std::min(
-      (budget - param_bytes) / stage_bytes, (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
+  const int64_t fit = std::min((budget - param_bytes) / stage_bytes,
+                               (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
   c.stages = static_cast<int>(std::clamp<int64_t>(fit, 1, kBwdMaxStages));
   c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * (stats_bytes + stage_bytes) + kPackBytes);
   return true;
@@ -1095,10 +1049,9 @@ void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64
   const bool direct = clusters == 1;
   at::Tensor dw_part = a.dweight != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
   at::Tensor db_part = a.dbias != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
-  launch_staged(
-      kernel, c, clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
-      data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows, a.cols,
-      c.threads_per_row, c.cluster, c.stages, c.slice_packs);
+  launch_staged(kernel, c, clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
+                data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows, a.cols,
+                c.threads_per_row, c.cluster, c.stages, c.slice_packs);
   if (!direct && (a.dweight != nullptr || a.dbias != nullptr)) {
     launch_column_sums(a, dw_part, db_part, clusters);
   }
@@ -1148,15 +1101,12 @@ bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
           auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kLayout, kNorm>;
           // Fewer rows in flight per CTA when that lets the SM hold every CTA its
           // registers allow: a second CTA hides latency better than deeper
-          // staging (measured on the H100: 128-thread CTAs with 4 stages, one per
-          // SM, ran the fp32 N = 8192 backward at 60 % of copy bandwidth; with 1
-          // stage, 82 %).
+          // staging.
           const int64_t share = smem_share_per_cta(kernel, c.threads());
           const int packs_before = packs;
-          TORCH_CHECK(
-              staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
-              "reference_ops: internal error, staged backward shape "
-              "changed with its shared-memory share");
+          TORCH_CHECK(staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
+                      "reference_ops: internal error, staged backward shape "
+                      "changed with its shared-memory share");
           int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
           if (kSpan && clusters * c.groups < a.rows) {
             // Span rows: a row step (clusters x groups) that is a multiple of
@@ -1189,9 +1139,8 @@ bool run_norm_bwd_few_rows(const BwdArgs<T, W>& a) {
   }
   const int64_t col_blocks = a.dweight != nullptr || a.dbias != nullptr ? ceil_div(packs, kFewColPacks) : 0;
   // Up to one row per SM: a block per row, kFewSpreadPacks packs a thread. A
-  // row block's time is its SM's share of the bytes more than its latency
-  // (H100, backward kernel us: bf16 64x4096 3.7 -> 2.6 with one row a block
-  // instead of four, and two packs a thread instead of four).
+  // row block's time is its SM's share of the bytes more than its latency, so
+  // rows spread over more SMs (and more threads a row) finish sooner.
   const bool spread = a.rows <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int packs_per_thread = spread && packs <= kFewThreads * kFewSpreadPacks ? kFewSpreadPacks : kFewPacks;
   const int threads_per_row = static_cast<int>(next_pow2(ceil_div(packs, packs_per_thread)));
@@ -1236,9 +1185,8 @@ void launch_norm_bwd(const BwdArgs<T, W>& a) {
       const int64_t grid = std::min((a.rows + groups - 1) / groups, resident_blocks(kernel, kBwdThreads, 0));
       at::Tensor dw_part = a.dweight != nullptr ? at::empty({grid, a.cols}, a.acc_options) : at::Tensor();
       at::Tensor db_part = a.dbias != nullptr ? at::empty({grid, a.cols}, a.acc_options) : at::Tensor();
-      kernel<<<grid, kBwdThreads, 0, stream>>>(
-          a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows,
-          a.cols, cfg.threads_per_row);
+      kernel<<<grid, kBwdThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
+                                               data_or_null<acc_t>(db_part), a.rows, a.cols, cfg.threads_per_row);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       if (a.dweight != nullptr || a.dbias != nullptr) {
         launch_column_sums(a, dw_part, db_part, grid);
@@ -1269,18 +1217,10 @@ void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
   }
 }
 
-} // namespace
+}  // namespace
 
-void norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape) {
+void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+              const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
   if (shape.rows == 0) {
     if (dweight.defined()) {
       dweight.zero_();
@@ -1295,19 +1235,13 @@ void norm_bwd(
     using W = decltype(w);
     using acc_t = at::opmath_type<T>;
     dispatch_norm_bwd<T, W>(BwdArgs<T, W>{
-        dy.const_data_ptr<T>(),
-        x.const_data_ptr<T>(),
-        mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr,
-        rstd.const_data_ptr<acc_t>(),
-        weight.defined() ? weight.const_data_ptr<W>() : nullptr,
-        dx.mutable_data_ptr<T>(),
+        dy.const_data_ptr<T>(), x.const_data_ptr<T>(), mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr,
+        rstd.const_data_ptr<acc_t>(), weight.defined() ? weight.const_data_ptr<W>() : nullptr, dx.mutable_data_ptr<T>(),
         dweight.defined() ? dweight.mutable_data_ptr<W>() : nullptr,
-        dbias.defined() ? dbias.mutable_data_ptr<W>() : nullptr,
-        shape.rows,
-        shape.cols,
+        dbias.defined() ? dbias.mutable_data_ptr<W>() : nullptr, shape.rows, shape.cols,
         x.options().dtype(c10::CppTypeToScalarType<acc_t>::value)});
   });
 }
 
-} // namespace cuda
-} // namespace reference_ops
+}  // namespace cuda
+}  // namespace reference_ops

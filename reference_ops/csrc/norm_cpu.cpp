@@ -43,16 +43,8 @@ acc_t blocked_sum(int64_t n, const F& f) {
 constexpr int64_t kBwdChunks = 32;
 
 template <typename T, typename W>
-void norm_fwd_typed(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms) {
+void norm_fwd_typed(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
+                    at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps, bool rms) {
   using acc_t = at::opmath_type<T>;
   const T* xp = x.const_data_ptr<T>();
   const W* wp = weight.defined() ? weight.const_data_ptr<W>() : nullptr;
@@ -95,16 +87,8 @@ void norm_fwd_typed(
 }
 
 template <typename T, typename W>
-void norm_bwd_typed(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape) {
+void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                    const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
   using acc_t = at::opmath_type<T>;
   const T* dyp = dy.const_data_ptr<T>();
   const T* xp = x.const_data_ptr<T>();
@@ -171,38 +155,22 @@ void norm_bwd_typed(
   }
 }
 
-} // namespace
+}  // namespace
 
-void norm_fwd(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms) {
+void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, at::Tensor& mean,
+              at::Tensor& rstd, NormShape shape, double eps, bool rms) {
   dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
     norm_fwd_typed<decltype(t), decltype(w)>(x, weight, bias, y, mean, rstd, shape, eps, rms);
   });
 }
 
-void norm_bwd(
-    const at::Tensor& dy,
-    const at::Tensor& x,
-    const at::Tensor& mean,
-    const at::Tensor& rstd,
-    const at::Tensor& weight,
-    at::Tensor& dx,
-    at::Tensor& dweight,
-    at::Tensor& dbias,
-    NormShape shape) {
+void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+              const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
   dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
     norm_bwd_typed<decltype(t), decltype(w)>(dy, x, mean, rstd, weight, dx, dweight, dbias, shape);
   });
 }
 
-} // namespace cpu
+}  // namespace cpu
 
-} // namespace reference_ops
+}  // namespace reference_ops

@@ -31,17 +31,11 @@ namespace {
 // -----------------------------------------------------------------------------
 
 template <typename T, typename W, int kVec>
-__global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
-    const T* __restrict__ x,
-    const W* __restrict__ weight,
-    const W* __restrict__ bias,
-    T* __restrict__ y,
-    at::opmath_type<T>* __restrict__ mean_out,
-    at::opmath_type<T>* __restrict__ rstd_out,
-    int64_t rows,
-    int64_t cols,
-    at::opmath_type<T> eps,
-    bool rms) {
+__global__ void __launch_bounds__(kUncachedThreads, 1)
+    norm_fwd_uncached_kernel(const T* __restrict__ x, const W* __restrict__ weight, const W* __restrict__ bias,
+                             T* __restrict__ y, at::opmath_type<T>* __restrict__ mean_out,
+                             at::opmath_type<T>* __restrict__ rstd_out, int64_t rows, int64_t cols,
+                             at::opmath_type<T> eps, bool rms) {
   using acc_t = at::opmath_type<T>;
   __shared__ acc_t scratch[2 * kMaxWarps];
   const int64_t num_packs = cols / kVec;
@@ -124,21 +118,10 @@ __global__ void __launch_bounds__(kUncachedThreads, 1) norm_fwd_uncached_kernel(
 // loads the parameters with x (kEarly).
 template <typename T, typename W, FwdVariant kVariant, Norm kNorm, int kPacks>
 __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : kMaxThreadsPerRow, 1)
-    norm_fwd_rows_kernel(
-    const T* __restrict__ x,
-    const W* __restrict__ weight,
-    const W* __restrict__ bias,
-    T* __restrict__ y,
-    at::opmath_type<T>* __restrict__ mean_out,
-    at::opmath_type<T>* __restrict__ rstd_out,
-    int64_t rows,
-    int cols,
-    int threads_per_row,
-    int cluster_size,
-    int slice_packs,
-    int param_stride,
-    at::opmath_type<T> eps,
-    bool plain_y) {
+    norm_fwd_rows_kernel(const T* __restrict__ x, const W* __restrict__ weight, const W* __restrict__ bias,
+                         T* __restrict__ y, at::opmath_type<T>* __restrict__ mean_out,
+                         at::opmath_type<T>* __restrict__ rstd_out, int64_t rows, int cols, int threads_per_row,
+                         int cluster_size, int slice_packs, int param_stride, at::opmath_type<T> eps, bool plain_y) {
   using acc_t = at::opmath_type<T>;
   constexpr FwdTraits kTraits = fwd_traits(kVariant);
   static_assert(fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W)), "a planned variant");
@@ -154,8 +137,8 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
   // lane in the pointers (immediate offsets), weight / bias presence decided
   // once. kGroup > 0 (narrow rows, on kGroup threads, a warp or less): the
   // group is fixed at compile time too, hence N and 1 / N, the
-  // butterfly, and x is kept as floats. (A third fewer instructions executed
-  // at N = 512; on an H200 the issue slots, not DRAM, were the limit.)
+  // butterfly, and x is kept as floats: fewer instructions issued, which is
+  // what limits such narrow rows (not DRAM).
   constexpr bool kFixed = kGroup > 0;
   static_assert(!kFull || !kSpan, "full rows are aligned rows");
   static_assert(!kFixed || (kFull && !kCluster && kGroup <= kWarpSize), "fixed groups: narrow rows");
@@ -171,9 +154,8 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
   // Full LayerNorm rows: every thread holds as many elements, so the mean and
   // the variance come from one reduction of each thread's sum and M2 about its
   // own mean (MomentsCombine; two reductions otherwise, the second after the
-  // mean). H100: LN bf16 2048x32768 forward 94.0 -> 93.3 us. (v17 loaded
-  // 8-pack rows' first weight / bias pack with x; beside the two moments,
-  // ptxas spills them and the forward ran 2 % slower.)
+  // mean). 8-pack rows do not also load weight / bias with x: beside the two
+  // moments, ptxas would spill them.
   constexpr bool kMoments = !kRms && kFull;
   __shared__ ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxWarps> scratch;
   // Compile-time 1 without a cluster: the cluster code (and its registers)
@@ -202,7 +184,7 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
   // Span packs: element e of slot p is column column0(p) + e; a row's first and
   // last packs are its edges, which hold elements of the neighbouring rows.
   auto column0 = [&](int p) { return (pack0 + lane + p * group) * kVec - span.shift; };
-  unsigned edges = 0; // bit p: slot p holds one of the row's edge packs
+  unsigned edges = 0;  // bit p: slot p holds one of the row's edge packs
   if constexpr (kSpan) {
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
@@ -254,8 +236,8 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
   for (int p = 0; p < kSlots; ++p) {
     const int j = lane + p * group;
     if (ok && (kFull || j < packs)) {
-      // Read once, yet not evict-first (ld.global.cs ran 0-1.6 % slower in
-      // the bench's back-to-back calls on an H100, most at N = 65536).
+      // Read once, yet not evict-first: the backward or a next call may
+      // still find x in L2.
       if (kSpan && j == tail.index) {
         xp[p].load_elems(reinterpret_cast<const T*>(xr + at(p)), tail.elems);
       } else {
@@ -482,13 +464,9 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
 // starts s elements into its first pack reads one aligned pack per parameter
 // and pack, as aligned rows do. One thread per pack of each table.
 template <typename W, int kVec>
-__global__ void span_param_table_kernel(
-    const W* __restrict__ weight,
-    const W* __restrict__ bias,
-    RawPack<W, kVec>* __restrict__ weight_table,
-    RawPack<W, kVec>* __restrict__ bias_table,
-    int cols,
-    int stride) {
+__global__ void span_param_table_kernel(const W* __restrict__ weight, const W* __restrict__ bias,
+                                        RawPack<W, kVec>* __restrict__ weight_table,
+                                        RawPack<W, kVec>* __restrict__ bias_table, int cols, int stride) {
   using P = RawPack<W, kVec>;
   const int index = blockIdx.x * blockDim.x + threadIdx.x;
   if (index >= kVec * stride) {
@@ -531,8 +509,8 @@ template <typename T, typename W, int kVec>
 void launch_norm_fwd_uncached(const FwdArgs<T, W>& a) {
   auto kernel = norm_fwd_uncached_kernel<T, W, kVec>;
   const int64_t grid = std::min(a.rows, resident_blocks(kernel, kUncachedThreads, 0));
-  kernel<<<grid, kUncachedThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      a.x, a.weight, a.bias, a.y, a.mean, a.rstd, a.rows, a.cols, a.eps, a.rms);
+  kernel<<<grid, kUncachedThreads, 0, at::cuda::getCurrentCUDAStream()>>>(a.x, a.weight, a.bias, a.y, a.mean, a.rstd,
+                                                                          a.rows, a.cols, a.eps, a.rms);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -572,9 +550,8 @@ void launch_norm_fwd_rows(const FwdPlan& plan, const FwdArgs<T, W>& a) {
   constexpr int kVec = kPackBytes / sizeof(T);
   if (plan.cluster > 1) {
     // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
-    TORCH_CHECK(
-        plan.packs_per_thread == kRowMaxPacks && plan.threads_per_row >= kWarpSize,
-        "reference_ops: internal error, cluster slice of ", plan.slice_packs, " packs");
+    TORCH_CHECK(plan.packs_per_thread == kRowMaxPacks && plan.threads_per_row >= kWarpSize,
+                "reference_ops: internal error, cluster slice of ", plan.slice_packs, " packs");
   }
   // Span rows read weight and bias from tables of kVec shifted copies.
   const W* weight = a.weight;
@@ -602,28 +579,26 @@ void launch_norm_fwd_rows(const FwdPlan& plan, const FwdArgs<T, W>& a) {
   const bool launched = with_rows_kernel<T, W>(
       plan,
       [&](auto kernel) {
-        launch_staged(
-            kernel, c, plan.clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows, static_cast<int>(a.cols),
-            plan.threads_per_row, plan.cluster, plan.slice_packs, plan.param_stride, a.eps, plan.plain_y);
+        launch_staged(kernel, c, plan.clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows,
+                      static_cast<int>(a.cols), plan.threads_per_row, plan.cluster, plan.slice_packs, plan.param_stride,
+                      a.eps, plan.plain_y);
       },
       std::make_integer_sequence<int, kFwdVariantCount>{});
-  TORCH_CHECK(
-      launched, "reference_ops: internal error, no forward kernel for variant ", fwd_variant_name(plan.variant),
-      " at ", plan.packs_per_thread, " packs per thread");
+  TORCH_CHECK(launched, "reference_ops: internal error, no forward kernel for variant ", fwd_variant_name(plan.variant),
+              " at ", plan.packs_per_thread, " packs per thread");
 }
 
 template <typename T, typename W>
 void launch_norm_fwd(const FwdArgs<T, W>& a) {
-  const FwdCall call{
-      a.rows,
-      a.cols,
-      static_cast<int>(sizeof(T)),
-      static_cast<int>(sizeof(W)),
-      a.rms ? Norm::kRms : Norm::kLayerNorm,
-      reinterpret_cast<uintptr_t>(a.x),
-      reinterpret_cast<uintptr_t>(a.y),
-      reinterpret_cast<uintptr_t>(a.weight),
-      reinterpret_cast<uintptr_t>(a.bias)};
+  const FwdCall call{a.rows,
+                     a.cols,
+                     static_cast<int>(sizeof(T)),
+                     static_cast<int>(sizeof(W)),
+                     a.rms ? Norm::kRms : Norm::kLayerNorm,
+                     reinterpret_cast<uintptr_t>(a.x),
+                     reinterpret_cast<uintptr_t>(a.y),
+                     reinterpret_cast<uintptr_t>(a.weight),
+                     reinterpret_cast<uintptr_t>(a.bias)};
   const FwdPlan plan = plan_fwd(call, device_limits());
   switch (plan.variant) {
     case FwdVariant::kUncached:
@@ -638,18 +613,10 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
   }
 }
 
-} // namespace
+}  // namespace
 
-void norm_fwd(
-    const at::Tensor& x,
-    const at::Tensor& weight,
-    const at::Tensor& bias,
-    at::Tensor& y,
-    at::Tensor& mean,
-    at::Tensor& rstd,
-    NormShape shape,
-    double eps,
-    bool rms) {
+void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, at::Tensor& mean,
+              at::Tensor& rstd, NormShape shape, double eps, bool rms) {
   if (shape.rows == 0) {
     return;
   }
@@ -657,20 +624,13 @@ void norm_fwd(
     using T = decltype(t);
     using W = decltype(w);
     using acc_t = at::opmath_type<T>;
-    launch_norm_fwd<T, W>(FwdArgs<T, W>{
-        x.const_data_ptr<T>(),
-        weight.defined() ? weight.const_data_ptr<W>() : nullptr,
-        bias.defined() ? bias.const_data_ptr<W>() : nullptr,
-        y.mutable_data_ptr<T>(),
-        mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
-        rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr,
-        shape.rows,
-        shape.cols,
-        static_cast<acc_t>(eps),
-        rms,
-        x.options()});
+    launch_norm_fwd<T, W>(FwdArgs<T, W>{x.const_data_ptr<T>(), weight.defined() ? weight.const_data_ptr<W>() : nullptr,
+                                        bias.defined() ? bias.const_data_ptr<W>() : nullptr, y.mutable_data_ptr<T>(),
+                                        mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
+                                        rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr, shape.rows,
+                                        shape.cols, static_cast<acc_t>(eps), rms, x.options()});
   });
 }
 
-} // namespace cuda
-} // namespace reference_ops
+}  // namespace cuda
+}  // namespace reference_ops

@@ -109,8 +109,8 @@ bool plan_rows(const FwdCall& a, const DeviceLimits& device, int vec, bool span,
   // kernels serve LayerNorm rows with parameters of x's type (one reduction for mean and
   // variance) in one-wave calls, and rows of 8 packs for 16-bit x, the issue-bound case.
   const bool full8 = a.x_bytes == 2 && same_params;
-  const bool full = same_params && !span &&
-                    static_cast<int64_t>(cfg.threads_per_row) * cfg.packs_per_thread * cluster == num_packs;
+  const bool full =
+      same_params && !span && static_cast<int64_t>(cfg.threads_per_row) * cfg.packs_per_thread * cluster == num_packs;
   if (cluster > 1) {
     plan.variant = !span && !rms && full8 && full ? FwdVariant::kClusterFull
                    : span                         ? FwdVariant::kClusterSpan
@@ -144,15 +144,15 @@ bool plan_rows(const FwdCall& a, const DeviceLimits& device, int vec, bool span,
   return true;
 }
 
-} // namespace
+}  // namespace
 
 FwdPlan plan_fwd(const FwdCall& a, const DeviceLimits& device) {
   FwdPlan plan;
   plan.norm = a.norm;
   const int vec = kPackBytes / a.x_bytes;
   const int64_t param_pack = static_cast<int64_t>(a.param_bytes) * vec;
-  const bool aligned = a.x % kPackBytes == 0 && a.y % kPackBytes == 0 && a.weight % param_pack == 0 &&
-                       a.bias % param_pack == 0;
+  const bool aligned =
+      a.x % kPackBytes == 0 && a.y % kPackBytes == 0 && a.weight % param_pack == 0 && a.bias % param_pack == 0;
   const bool span = a.cols % vec != 0;
   if (aligned && plan_rows(a, device, vec, span, plan)) {
     return plan;
@@ -170,4 +170,4 @@ FwdPlan plan_fwd(const FwdCall& a, const DeviceLimits& device) {
   return plan;
 }
 
-} // namespace reference_ops
+}  // namespace reference_ops

@@ -79,16 +79,16 @@ enum class FwdVariant : int {
 // The compile-time shape of a variant. norm_fwd_rows_kernel reads it from kFwdVariants.
 struct FwdTraits {
   FwdVariant variant;
-  bool registers;       // norm_fwd_rows_kernel (else norm_fwd_uncached_kernel)
-  bool cluster;         // a row split over the CTAs of a cluster
-  bool span;            // rows of a width that is not a multiple of the pack
-  bool full;            // every slot of every thread holds a pack of the row: no bounds checks
-  int group;            // threads per row fixed at compile time (0: a launch argument)
-  bool early;           // weight and bias loaded together with x
-  bool layer_norm_only; // RMSNorm never takes it
-  bool same_params;     // only for parameters of x's dtype
-  bool two_byte_x;      // only for float16 / bfloat16 x
-  unsigned packs_mask;  // packs per thread it is built for: bit p for 2^p packs
+  bool registers;        // norm_fwd_rows_kernel (else norm_fwd_uncached_kernel)
+  bool cluster;          // a row split over the CTAs of a cluster
+  bool span;             // rows of a width that is not a multiple of the pack
+  bool full;             // every slot of every thread holds a pack of the row: no bounds checks
+  int group;             // threads per row fixed at compile time (0: a launch argument)
+  bool early;            // weight and bias loaded together with x
+  bool layer_norm_only;  // RMSNorm never takes it
+  bool same_params;      // only for parameters of x's dtype
+  bool two_byte_x;       // only for float16 / bfloat16 x
+  unsigned packs_mask;   // packs per thread it is built for: bit p for 2^p packs
 };
 
 // Packs per thread the register kernels are built for: bit p set for 2^p.
@@ -123,14 +123,12 @@ constexpr FwdTraits kFwdVariants[] = {
 // clang-format on
 constexpr int kFwdVariantCount = static_cast<int>(sizeof(kFwdVariants) / sizeof(kFwdVariants[0]));
 
-REFERENCE_OPS_HOST_DEVICE constexpr FwdTraits fwd_traits(FwdVariant v) {
-  return kFwdVariants[static_cast<int>(v)];
-}
+REFERENCE_OPS_HOST_DEVICE constexpr FwdTraits fwd_traits(FwdVariant v) { return kFwdVariants[static_cast<int>(v)]; }
 
 // Whether norm_fwd_rows_kernel is built for this variant, norm, packs per thread and dtype sizes
 // (parameters of x's dtype when param_bytes == x_bytes: float params of a 16-bit x are wider).
-REFERENCE_OPS_HOST_DEVICE constexpr bool fwd_rows_kernel_exists(
-    FwdVariant v, Norm norm, int packs, int x_bytes, int param_bytes) {
+REFERENCE_OPS_HOST_DEVICE constexpr bool fwd_rows_kernel_exists(FwdVariant v, Norm norm, int packs, int x_bytes,
+                                                                int param_bytes) {
   const FwdTraits t = fwd_traits(v);
   return t.registers && (t.packs_mask & static_cast<unsigned>(packs)) != 0 &&
          (!t.layer_norm_only || norm == Norm::kLayerNorm) && (!t.same_params || param_bytes == x_bytes) &&
@@ -147,7 +145,7 @@ const char* fwd_variant_name(FwdVariant v);
 struct DeviceLimits {
   int sm_count;
   int64_t l2_bytes;
-  int max_cluster; // largest thread-block cluster it runs: kMaxClusterSize on sm_90+, else 1
+  int max_cluster;  // largest thread-block cluster it runs: kMaxClusterSize on sm_90+, else 1
 };
 
 // One forward call: shape, dtype sizes (parameters: x's dtype, or float for a 16-bit x), the
@@ -172,19 +170,17 @@ struct FwdCall {
 struct FwdPlan {
   FwdVariant variant = FwdVariant::kUncachedElems;
   Norm norm = Norm::kLayerNorm;
-  int vec = 1;                // elements of x per pack
-  int packs_per_thread = 0;   // register variants
+  int vec = 1;               // elements of x per pack
+  int packs_per_thread = 0;  // register variants
   int threads_per_row = 0;
   int groups = 1;
   int cluster = 1;
   int64_t clusters = 0;
   int slice_packs = 0;
-  int param_stride = 0;       // packs per row of the span parameter tables
-  bool span_tables = false;   // span rows with weight or bias: build the shifted tables first
-  bool plain_y = false;       // y stored plainly (calls larger than the L2), else evict-first
-  int threads() const {
-    return threads_per_row * groups;
-  }
+  int param_stride = 0;      // packs per row of the span parameter tables
+  bool span_tables = false;  // span rows with weight or bias: build the shifted tables first
+  bool plain_y = false;      // y stored plainly (calls larger than the L2), else evict-first
+  int threads() const { return threads_per_row * groups; }
 };
 
 // The one place that picks a forward kernel: with 16-byte-aligned pointers a register variant
@@ -196,13 +192,9 @@ FwdPlan plan_fwd(const FwdCall& call, const DeviceLimits& device);
 // Helpers shared with the backward's planning
 // -----------------------------------------------------------------------------
 
-inline bool is_aligned(const void* p, int64_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
-}
+inline bool is_aligned(const void* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
-inline int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 inline int64_t next_pow2(int64_t v) {
   int64_t p = 1;
@@ -223,4 +215,4 @@ struct RowConfig {
 // packs_per_thread is a power of two.
 RowConfig choose_row_config(int64_t num_packs, int64_t target_packs, int64_t max_threads);
 
-} // namespace reference_ops
+}  // namespace reference_ops

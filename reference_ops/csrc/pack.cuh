@@ -232,10 +232,9 @@ __device__ __forceinline__ void store_stream(P* p, const P& v) {
 }
 
 // A 16-byte pack of y in aligned forward rows: plain when `plain` (calls
-// larger than the L2: 0.2-1.2 % faster than evict-first at N = 512 - 65536,
-// H100), else evict-first as store_stream. Two predicated stores, no branch (a
-// branch per store cost the 64-register kernels spills). Rows of odd width keep
-// store_stream (1.5 % slower plainly).
+// larger than the L2, where evict-first only costs), else evict-first as
+// store_stream. Two predicated stores, no branch (a branch per store costs the
+// 64-register kernels spills). Rows of odd width keep store_stream.
 template <typename P>
 __device__ __forceinline__ void store_y(P* p, const P& v, bool plain) {
   static_assert(sizeof(P) == 16, "16-byte packs");
@@ -251,9 +250,8 @@ __device__ __forceinline__ void store_y(P* p, const P& v, bool plain) {
 
 // Weight and bias, which every row reads again: 16-byte packs (32 for float
 // parameters of a 16-bit x) through the read-only cache, marked evict-last in
-// L2 so that the stream of x and y does not push them out (H100: forwards
-// 0.2-2 % faster, most at N >= 16384; torch.compile's kernels mark them the
-// same way); single elements plainly.
+// L2 so that the stream of x and y does not push them out (torch.compile's
+// kernels mark them the same way); single elements plainly.
 template <bool kPredicated, typename P>
 __device__ __forceinline__ P param_words(const P* p, bool pred) {
   static_assert(sizeof(P) % 16 == 0, "16-byte words");
@@ -321,9 +319,9 @@ __device__ __forceinline__ P load_row(const P* p) {
 // the neighbouring rows, which are masked out and never written. The tensor's
 // last pack, which may run past its end, is read element by element (TailPack).
 struct RowSpan {
-  int64_t first; // the row's first pack, counted from the start of the tensor
-  int shift;     // elements of that pack before the row
-  int packs;     // packs covering the row
+  int64_t first;  // the row's first pack, counted from the start of the tensor
+  int shift;      // elements of that pack before the row
+  int packs;      // packs covering the row
 };
 
 // kAlign > 1: the span starts at a multiple of kAlign packs (the shift is then
@@ -398,16 +396,10 @@ __device__ __noinline__ void store_span_edge(typename P::elem_t* dst, P pack, in
 // log2 of a power of two (threads per row, warps per row): shifts instead of
 // divisions, whose ~20 dependent instructions (MUFU.RCP and fix-ups) ran ahead
 // of the first loads' addresses in the few-row backward.
-__device__ __forceinline__ int log2_pow2(int v) {
-  return __ffs(v) - 1;
-}
+__device__ __forceinline__ int log2_pow2(int v) { return __ffs(v) - 1; }
 
-__device__ __forceinline__ float rsqrt_acc(float v) {
-  return rsqrtf(v);
-}
-__device__ __forceinline__ double rsqrt_acc(double v) {
-  return rsqrt(v);
-}
+__device__ __forceinline__ float rsqrt_acc(float v) { return rsqrtf(v); }
+__device__ __forceinline__ double rsqrt_acc(double v) { return rsqrt(v); }
 
 // -----------------------------------------------------------------------------
 // Staged rows: cp.async copies into shared memory, several rows ahead
@@ -442,8 +434,8 @@ __device__ __forceinline__ void cp_async_small(void* smem, const void* gmem, boo
   static_assert(kBytes == 4 || kBytes == 8, "cp.async.ca copies 4, 8 or 16 bytes");
 #ifdef REFERENCE_OPS_CP_ASYNC
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile(
-      "cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(kBytes), "r"(valid ? kBytes : 0));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(gmem), "n"(kBytes),
+               "r"(valid ? kBytes : 0));
 #else
   using V = std::conditional_t<kBytes == 4, unsigned, unsigned long long>;
   *static_cast<V*>(smem) = valid ? *static_cast<const V*>(gmem) : V(0);
@@ -494,5 +486,5 @@ __device__ __forceinline__ unsigned char* dynamic_smem() {
   return staged_smem;
 }
 
-} // namespace cuda
-} // namespace reference_ops
+}  // namespace cuda
+}  // namespace reference_ops

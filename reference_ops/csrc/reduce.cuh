@@ -82,8 +82,7 @@ __device__ __forceinline__ Pair<U> row_sum2(Pair<U> v, int threads_per_row, U* s
   }
   __syncthreads();
   // Each group of warps_per_group lanes reads all of the row's warp sums: log2
-  // steps instead of a loop over them (the same bits on every lane). H100,
-  // few-row backward at 16 warps a row (fp32 1x4096): 2.5 -> 2.3 us.
+  // steps instead of a loop over them (the same bits on every lane).
   const int warps_per_group = threads_per_row >> kLog2WarpSize;
   const int entry = (warp & ~(warps_per_group - 1)) + (threadIdx.x & (warps_per_group - 1));
   Pair<U> total{group_sum(scratch[entry], warps_per_group), group_sum(scratch[kMaxWarps + entry], warps_per_group)};
@@ -141,8 +140,7 @@ __device__ __forceinline__ void mbarrier_wait(const unsigned long long* bar, uns
 // it): the mbarriers of the scratch, initialised, then a cluster barrier so no
 // peer writes to them earlier. Its arrival is relaxed (the mbarrier_init fence
 // orders the initialisation): a release arrival waits for the thread's loads
-// in flight, the row's x (ncu, H100: a membar stall of 3 of the 18 cycles
-// between issues of the fp32 N = 32768 forward).
+// in flight, the row's x, which would stall every thread until they arrived.
 template <typename U, int kN, int kWarps>
 __device__ __forceinline__ void row_reduce_init(ReduceScratch<U, kN, kWarps>& scratch, int cluster) {
 #ifdef REFERENCE_OPS_CLUSTERS
@@ -183,9 +181,7 @@ struct MomentsCombine {
     v[1] = (v[1] + o[1]) + d * d * f;
     v[0] += o[0];
   }
-  __device__ __forceinline__ void count_scale(int entries) {
-    half_inv_n /= static_cast<U>(entries);
-  }
+  __device__ __forceinline__ void count_scale(int entries) { half_inv_n /= static_cast<U>(entries); }
 };
 
 // Sums kN values over a row group of `threads_per_row` threads (a power of two;
@@ -200,13 +196,8 @@ struct MomentsCombine {
 // cluster must call it, the same number of times; `calls` counts the calls
 // (slot and mbarrier phase).
 template <int kN, typename U, int kWarps, typename Combine = SumCombine>
-__device__ __forceinline__ void row_reduce(
-    U (&v)[kN],
-    int threads_per_row,
-    int cluster,
-    ReduceScratch<U, kN, kWarps>& scratch,
-    int& calls,
-    Combine combine = {}) {
+__device__ __forceinline__ void row_reduce(U (&v)[kN], int threads_per_row, int cluster,
+                                           ReduceScratch<U, kN, kWarps>& scratch, int& calls, Combine combine = {}) {
   const int slot = calls & 1;
   ++calls;
   if (threads_per_row <= kWarpSize && cluster == 1) {
@@ -279,5 +270,5 @@ __device__ __forceinline__ void row_reduce(
   group_combine(v, kWarpSize, combine);
 }
 
-} // namespace cuda
-} // namespace reference_ops
+}  // namespace cuda
+}  // namespace reference_ops

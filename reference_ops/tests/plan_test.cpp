@@ -42,11 +42,10 @@ FwdCall call(int x_bytes, int param_bytes, int64_t rows, int64_t cols, Norm norm
 
 std::string describe(const FwdCall& c, const FwdPlan& p) {
   char buf[256];
-  std::snprintf(
-      buf, sizeof buf, "x %dB params %dB %s %lldx%lld w=%d b=%d -> %s packs=%d tpr=%d groups=%d cluster=%d",
-      c.x_bytes, c.param_bytes, c.norm == Norm::kRms ? "rms" : "ln", static_cast<long long>(c.rows),
-      static_cast<long long>(c.cols), c.weight != 0, c.bias != 0, reference_ops::fwd_variant_name(p.variant),
-      p.packs_per_thread, p.threads_per_row, p.groups, p.cluster);
+  std::snprintf(buf, sizeof buf, "x %dB params %dB %s %lldx%lld w=%d b=%d -> %s packs=%d tpr=%d groups=%d cluster=%d",
+                c.x_bytes, c.param_bytes, c.norm == Norm::kRms ? "rms" : "ln", static_cast<long long>(c.rows),
+                static_cast<long long>(c.cols), c.weight != 0, c.bias != 0, reference_ops::fwd_variant_name(p.variant),
+                p.packs_per_thread, p.threads_per_row, p.groups, p.cluster);
   return buf;
 }
 
@@ -87,9 +86,7 @@ void named_shapes() {
   expect("weight not 16-byte aligned", weight_off, kH100, FwdVariant::kUncachedElems, 0);
 }
 
-bool is_pow2(int64_t v) {
-  return v > 0 && (v & (v - 1)) == 0;
-}
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 // Every plan names a built kernel and a launch shape the kernel can take.
 void check_plan(const FwdCall& c, const DeviceLimits& d, std::set<std::tuple<int, int, int, int, int>>& planned) {
@@ -102,8 +99,7 @@ void check_plan(const FwdCall& c, const DeviceLimits& d, std::set<std::tuple<int
     }
     return;
   }
-  planned.insert({static_cast<int>(p.variant), static_cast<int>(p.norm), p.packs_per_thread, c.x_bytes,
-                  c.param_bytes});
+  planned.insert({static_cast<int>(p.variant), static_cast<int>(p.norm), p.packs_per_thread, c.x_bytes, c.param_bytes});
   if (!reference_ops::fwd_rows_kernel_exists(p.variant, p.norm, p.packs_per_thread, c.x_bytes, c.param_bytes)) {
     fail("no kernel built for " + describe(c, p));
   }
@@ -112,9 +108,8 @@ void check_plan(const FwdCall& c, const DeviceLimits& d, std::set<std::tuple<int
   const int slots = p.packs_per_thread + (t.span ? 1 : 0);
   const int64_t held = static_cast<int64_t>(p.threads_per_row) * slots * p.cluster;
   const int max_threads = t.early ? reference_ops::kRowMaxThreads : reference_ops::kMaxThreadsPerRow;
-  if (!is_pow2(p.threads_per_row) || p.threads() > max_threads || held < packs ||
-      p.clusters * p.groups < c.rows || p.cluster > d.max_cluster || t.cluster != (p.cluster > 1) ||
-      (t.group != 0 && t.group != p.threads_per_row) ||
+  if (!is_pow2(p.threads_per_row) || p.threads() > max_threads || held < packs || p.clusters * p.groups < c.rows ||
+      p.cluster > d.max_cluster || t.cluster != (p.cluster > 1) || (t.group != 0 && t.group != p.threads_per_row) ||
       (t.full && static_cast<int64_t>(p.threads_per_row) * p.packs_per_thread * p.cluster != packs) ||
       (p.cluster > 1 && p.threads_per_row < reference_ops::kWarpSize)) {
     fail("launch shape of " + describe(c, p));
@@ -174,7 +169,7 @@ void table_order() {
   }
 }
 
-} // namespace
+}  // namespace
 
 int main() {
   table_order();
