@@ -68,8 +68,33 @@ def truth(arg: str) -> bool:
     return arg.split(")")[-1].strip() in ("true", "1")
 
 
+# reference_ops' forward variants in the order of FwdVariant (csrc/norm_plan.h), by family.
+FWD_VARIANTS = [
+    ("kRows", "bounded rows"), ("kRowsSpan", "span rows"), ("kRowsFull", "unbounded rows"),
+    ("kGroup8", "fixed-group rows"), ("kGroup16", "fixed-group rows"), ("kGroup32", "fixed-group rows"),
+    ("kFewRows", "few-row (early parameters) rows"), ("kFewRowsFull", "few-row (early parameters) rows"),
+    ("kCluster", "cluster bounded rows"), ("kClusterSpan", "cluster span rows"),
+    ("kClusterFull", "cluster unbounded rows"),
+]
+
+
+def enum_value(arg: str, names: list[str]) -> int | None:
+    """An enum template argument as its index: `(ns::Enum)3`, `ns::Enum::kName` or `kName`."""
+    value = arg.split(")")[-1].strip()
+    if value.isdigit():
+        return int(value)
+    name = value.split("::")[-1]
+    return names.index(name) if name in names else None
+
+
 def family(kernel: str, args: list[str]) -> str:
     """The kernel family a reference_ops kernel (or a generated project's) belongs to."""
+    if kernel == "norm_fwd_rows_kernel" and len(args) == 5:  # <T, W, variant, norm, packs>
+        index = enum_value(args[2], [name for name, _ in FWD_VARIANTS])
+        if index is not None and index < len(FWD_VARIANTS):
+            return f"forward {FWD_VARIANTS[index][1]}"
+    if kernel == "norm_bwd_staged_kernel" and len(args) == 5 and "RowLayout" in args[3] + args[4]:
+        return "backward staged" + (" span rows" if enum_value(args[3], ["kAligned", "kSpan"]) == 1 else "")
     if kernel == "norm_fwd_rows_kernel" and len(args) >= 9:
         cluster, span, full, group = truth(args[5]), truth(args[6]), truth(args[7]), args[8].split(")")[-1]
         early = len(args) > 9 and truth(args[9])

@@ -56,3 +56,12 @@ def test_forward_kernel_families_from_template_arguments():
     assert sanitize.families_in(span) == ["forward cluster span rows"]
     early = "norm_fwd_rows_kernel<c10::Half, c10::Half, 8, 2, false, false, false, true, 0, true>"
     assert sanitize.families_in(early) == ["forward few-row (early parameters) rows"]
+
+
+def test_forward_kernel_families_from_named_variants():
+    group = "norm_fwd_rows_kernel<c10::BFloat16, c10::BFloat16, (reference_ops::FwdVariant)4, (reference_ops::Norm)0, (int)4>"
+    assert sanitize.families_in(group) == ["forward fixed-group rows"]
+    span = "void norm_fwd_rows_kernel<float, float, reference_ops::FwdVariant::kClusterSpan, reference_ops::Norm::kRms, 8>(...)"
+    assert sanitize.families_in(span) == ["forward cluster span rows"]
+    staged = "norm_bwd_staged_kernel<c10::Half, c10::Half, (int)4, (reference_ops::RowLayout)1, (reference_ops::Norm)0>"
+    assert sanitize.families_in(staged) == ["backward staged span rows"]

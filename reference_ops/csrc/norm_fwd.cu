@@ -96,183 +96,155 @@ __global__ void __launch_bounds__(kUncachedThreads, 1)
   }
 }
 
-// Register forward (16-byte packs): a plain grid of CTAs, one row per row
-// group; each thread issues all of its kPacks loads at once and keeps the packs
-// (as raw words of T) in registers for the exact two-pass statistics
-// (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; x, weight and
-// bias come through the read-only cache, weight and bias evict-last in L2
-// (load_param). Several CTAs per SM overlap one row's
-// reductions with the others' memory traffic. Rows wider than one CTA holds
-// are split over a thread-block cluster (sm_90): CTA `rank` takes the slice of
-// `slice_packs` packs starting at rank * slice_packs, and the sums meet through
-// distributed shared memory. kSpan: N is not a multiple of kVec, and each row
-// is the span of the tensor's packs that covers it (RowSpan): edge packs are
-// masked on load and written element by element, weight and bias are the
-// tables of span_param_table_kernel (one pack-aligned copy per shift, row
-// `shift` of `param_stride` packs), and the span's one or two packs beyond the
-// aligned width take one more slot (used by lanes 0 and 1 only), so a span row
-// is spread over threads like an aligned row of its width.
-//
-// The variant (norm_plan.h) fixes at compile time whether the row is split over a cluster
-// (kCluster), is a span (kSpan), fills every slot (kFull), runs on a fixed group (kGroup) and
-// loads the parameters with x (kEarly).
-template <typename T, typename W, FwdVariant kVariant, Norm kNorm, int kPacks>
-__global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : kMaxThreadsPerRow, 1)
-    norm_fwd_rows_kernel(const T* __restrict__ x, const W* __restrict__ weight, const W* __restrict__ bias,
-                         T* __restrict__ y, at::opmath_type<T>* __restrict__ mean_out,
-                         at::opmath_type<T>* __restrict__ rstd_out, int64_t rows, int cols, int threads_per_row,
-                         int cluster_size, int slice_packs, int param_stride, at::opmath_type<T> eps, bool plain_y) {
+// The compile-time shape of one instantiation of norm_fwd_rows_kernel: the variant's traits
+// (norm_plan.h) and what follows from them and the dtypes.
+template <typename T_, typename W_, FwdVariant kVariant, Norm kNorm, int kPacks_>
+struct RowsKernel {
+  using T = T_;
+  using W = W_;
   using acc_t = at::opmath_type<T>;
-  constexpr FwdTraits kTraits = fwd_traits(kVariant);
-  static_assert(fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W)), "a planned variant");
-  constexpr int kVec = kPackBytes / sizeof(T);
-  constexpr bool kRms = kNorm == Norm::kRms;
-  constexpr bool kCluster = kTraits.cluster;
-  constexpr bool kSpan = kTraits.span;
-  constexpr bool kFull = kTraits.full;
-  constexpr int kGroup = kTraits.group;
-  constexpr bool kEarly = kTraits.early;
-  // kFull: aligned rows of exactly cluster x threads_per_row x kPacks packs,
-  // so every slot holds a pack of the row: no bounds per slot or element, the
-  // lane in the pointers (immediate offsets), weight / bias presence decided
-  // once. kGroup > 0 (narrow rows, on kGroup threads, a warp or less): the
-  // group is fixed at compile time too, hence N and 1 / N, the
-  // butterfly, and x is kept as floats: fewer instructions issued, which is
-  // what limits such narrow rows (not DRAM).
-  constexpr bool kFixed = kGroup > 0;
+  static constexpr int kPacks = kPacks_;
+  static constexpr int kVec = kPackBytes / sizeof(T);
+  static constexpr bool kRms = kNorm == Norm::kRms;
+  static constexpr bool kCluster = fwd_traits(kVariant).cluster;
+  static constexpr bool kSpan = fwd_traits(kVariant).span;
+  // kFull: aligned rows of exactly cluster x threads_per_row x kPacks packs, so every slot holds a
+  // pack of the row: no bounds per slot or element, the lane in the pointers (immediate offsets),
+  // weight / bias presence decided once. kGroup > 0 (narrow rows, on kGroup threads, a warp or
+  // less): the group is fixed at compile time too, hence N and 1 / N, the butterfly, and x is
+  // kept as floats: fewer instructions issued, which is what limits such narrow rows (not DRAM).
+  static constexpr bool kFull = fwd_traits(kVariant).full;
+  static constexpr int kGroup = fwd_traits(kVariant).group;
+  static constexpr bool kEarly = fwd_traits(kVariant).early;
+  static constexpr bool kFixed = kGroup > 0;
   static_assert(!kFull || !kSpan, "full rows are aligned rows");
   static_assert(!kFixed || (kFull && !kCluster && kGroup <= kWarpSize), "fixed groups: narrow rows");
-  const int group = kFixed ? kGroup : threads_per_row;
-  const int width = kFixed ? kGroup * kPacks * kVec : cols;
   using XPack = RawPack<T, kVec>;
   using WPack = RawPack<W, kVec>;
-  constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
-  // Up to 4 packs a thread has registers to spare under the 64-register cap:
-  // the passes below then spend fewer instructions per element (at 8 packs the
-  // same forms make ptxas spill).
-  constexpr bool kLean = kPacks <= 4;
-  // Full LayerNorm rows: every thread holds as many elements, so the mean and
-  // the variance come from one reduction of each thread's sum and M2 about its
-  // own mean (MomentsCombine; two reductions otherwise, the second after the
-  // mean). 8-pack rows do not also load weight / bias with x: beside the two
-  // moments, ptxas would spill them.
-  constexpr bool kMoments = !kRms && kFull;
-  __shared__ ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxWarps> scratch;
-  // Compile-time 1 without a cluster: the cluster code (and its registers)
-  // drops out.
-  const int cluster = kCluster ? cluster_size : 1;
-  const int lane = threadIdx.x & (group - 1);
-  const int rank = kCluster ? static_cast<int>(cluster_rank()) : 0;
-  const int group_shift = log2_pow2(group);
-  const int64_t row =
-      static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x >> group_shift) + (threadIdx.x >> group_shift);
-  // Groups past the last row still take part in the reductions.
-  const bool ok = row < rows;
-  RowSpan span{(ok ? row : 0) * (width / kVec), 0, width / kVec};
-  if constexpr (kSpan) {
-    span = row_span<kVec>(ok ? row : 0, width);
-  }
-  const int pack0 = rank * slice_packs;
-  const int left = span.packs - pack0;
-  const int packs = kFull ? kPacks * group : left < slice_packs ? left : slice_packs;
-  // Pointers of the row's slice, plus this thread's lane in full rows: slot p
-  // is then a fixed offset (`at`; the other kernels keep the lane in the index,
-  // which ptxas allocates better for them).
-  const int lane_in_ptr = kFull ? lane : 0;
-  auto at = [&](int p) { return lane - lane_in_ptr + p * group; };
-  const XPack* xr = reinterpret_cast<const XPack*>(x) + span.first + pack0 + lane_in_ptr;
-  // Span packs: element e of slot p is column column0(p) + e; a row's first and
-  // last packs are its edges, which hold elements of the neighbouring rows.
-  auto column0 = [&](int p) { return (pack0 + lane + p * group) * kVec - span.shift; };
-  unsigned edges = 0;  // bit p: slot p holds one of the row's edge packs
-  if constexpr (kSpan) {
-#pragma unroll
-    for (int p = 0; p < kSlots; ++p) {
-      const bool in_row = lane + p * group < packs;
-      edges |= in_row && (column0(p) < 0 || column0(p) + kVec > width) ? 1u << p : 0u;
-    }
-  }
-  auto edge = [&](int p) { return kSpan && ((edges >> p) & 1u) != 0; };
-
-  // RMSNorm rows of up to 4 packs a thread: the weight packs are loaded with x
-  // (registers to spare), so the output pass does not wait for a second round
-  // trip, the whole latency of a call of a few rows. (LayerNorm's weight and
-  // bias together would spill.)
-  // kEarly (LayerNorm calls of one wave or less, where occupancy does not
-  // count): weight and bias too, under a 128-register cap.
+  // A span's one or two packs beyond the aligned width take one more slot.
+  static constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
+  // Up to 4 packs a thread has registers to spare under the 64-register cap: the passes then
+  // spend fewer instructions per element (at 8 packs the same forms make ptxas spill).
+  static constexpr bool kLean = kPacks <= 4;
+  // Full LayerNorm rows: every thread holds as many elements, so the mean and the variance come
+  // from one reduction of each thread's sum and M2 about its own mean (MomentsCombine; two
+  // reductions otherwise, the second after the mean). 8-pack rows do not also load weight / bias
+  // with x: beside the two moments, ptxas would spill them.
+  static constexpr bool kMoments = !kRms && kFull;
+  // RMSNorm rows of up to 4 packs a thread load the weight packs with x (registers to spare), so
+  // the output pass does not wait for a second round trip, the whole latency of a call of a few
+  // rows (LayerNorm's weight and bias together would spill). kEarly (LayerNorm calls of one wave
+  // or less, where occupancy does not count): weight and bias too, under a 128-register cap.
   static_assert(!kEarly || (kLean && !kRms && !kCluster && !kSpan && sizeof(W) == sizeof(T)), "early parameters");
-  constexpr bool kEarlyWeight = (kRms || kEarly) && kLean && sizeof(W) == sizeof(T);
-  WPack w_early[kEarlyWeight ? kSlots : 1];
-  WPack b_early[kEarly ? kSlots : 1];
-  auto load_early_weight = [&] {
-    const int param0 = span.shift * param_stride + pack0 + lane_in_ptr;
-    const WPack* w0 = reinterpret_cast<const WPack*>(weight) + param0;
+  static constexpr bool kEarlyWeight = (kRms || kEarly) && kLean && sizeof(W) == sizeof(T);
+  // The passes unpack the same words in three forms (RawPack::get), so that ptxas converts them
+  // again instead of keeping 8 packs of floats; a fixed group keeps its 4 packs as floats (one
+  // form), and so do the bounded float16 kernels (three forms there add instructions and remove no
+  // spill).
+  static constexpr bool kOneForm = kFixed || (std::is_same_v<T, c10::Half> && !kFull);
+  static constexpr int kForm1 = kOneForm ? 0 : 1;
+  static constexpr int kForm2 = kOneForm ? 0 : 2;
+  using Scratch = ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxWarps>;
+};
+
+// Where a thread's slots lie: slot p holds pack lane + p * group of the row's slice (the slice of
+// `packs` packs from pack0; the whole row without a cluster). Full rows keep the lane in the
+// pointers (`at` is then a fixed offset; the other kernels keep the lane in the index, which ptxas
+// allocates better for them).
+template <typename K>
+struct RowSlots {
+  // References to the kernel's values (they are set in turn as the kernel starts).
+  const int& lane;
+  const int& group;
+  const int& pack0;
+  const int& packs;
+  const int& lane_in_ptr;
+  const int& width;
+  const RowSpan& span;
+  const unsigned& edges;  // bit p: slot p holds one of the row's edge packs (spans)
+
+  __device__ __forceinline__ int at(int p) const { return lane - lane_in_ptr + p * group; }
+  // Span packs: element e of slot p is column column0(p) + e; a row's first and last packs are its
+  // edges, which hold elements of the neighbouring rows.
+  __device__ __forceinline__ int column0(int p) const { return (pack0 + lane + p * group) * K::kVec - span.shift; }
+  __device__ __forceinline__ bool edge(int p) const { return K::kSpan && ((edges >> p) & 1u) != 0; }
+};
+
+// Weight (and with kEarly, bias) packs loaded together with x.
+template <typename K>
+__device__ __forceinline__ void load_early_params(const RowSlots<K>& s, bool ok, const typename K::W* weight,
+                                                  const typename K::W* bias, int param_stride,
+                                                  typename K::WPack (&w_early)[K::kEarlyWeight ? K::kSlots : 1],
+                                                  typename K::WPack (&b_early)[K::kEarly ? K::kSlots : 1]) {
+  using WPack = typename K::WPack;
+  const int param0 = s.span.shift * param_stride + s.pack0 + s.lane_in_ptr;
+  const WPack* w0 = reinterpret_cast<const WPack*>(weight) + param0;
 #pragma unroll
-    for (int p = 0; p < kSlots; ++p) {
-      const int j = lane + p * group;
-      const bool in_row = ok && (kFull || j < packs);
-      // ptxas keeps these loads beside x's as a branch in the fixed groups and
-      // as predicated loads elsewhere (each the other way: after x arrived).
-      if constexpr (kFixed) {
-        if (weight != nullptr && in_row) {
-          w_early[p] = load_param(w0 + at(p));
-        }
-      } else {
-        w_early[p] = load_param_if(w0 + at(p), weight != nullptr && in_row);
+  for (int p = 0; p < K::kSlots; ++p) {
+    const int j = s.lane + p * s.group;
+    const bool in_row = ok && (K::kFull || j < s.packs);
+    // ptxas keeps these loads beside x's as a branch in the fixed groups and as predicated loads
+    // elsewhere (each the other way: after x arrived).
+    if constexpr (K::kFixed) {
+      if (weight != nullptr && in_row) {
+        w_early[p] = load_param(w0 + s.at(p));
       }
-      if constexpr (kEarly) {
-        b_early[p] = load_param_if(reinterpret_cast<const WPack*>(bias) + param0 + at(p), bias != nullptr && in_row);
-      }
+    } else {
+      w_early[p] = load_param_if(w0 + s.at(p), weight != nullptr && in_row);
     }
-  };
-  // Fixed groups issue the weight loads first (after x's, ptxas scheduled them
-  // once x had arrived: a round trip later).
-  if constexpr (kEarlyWeight && kFixed) {
-    load_early_weight();
+    if constexpr (K::kEarly) {
+      b_early[p] = load_param_if(reinterpret_cast<const WPack*>(bias) + param0 + s.at(p), bias != nullptr && in_row);
+    }
   }
-  const TailPack tail = kSpan ? tail_pack<kVec>(row, rows, width, span, pack0) : TailPack{-1, 0};
-  XPack xp[kSlots];
+}
+
+// The thread's packs of x, all loads in flight at once (zeros in slots past the row), then the edge
+// packs of a span masked (a mask between two loads would hold the later ones back until the first
+// arrived).
+template <typename K>
+__device__ __forceinline__ void load_x(const RowSlots<K>& s, bool ok, const typename K::XPack* xr, const TailPack& tail,
+                                       typename K::XPack (&xp)[K::kSlots]) {
 #pragma unroll
-  for (int p = 0; p < kSlots; ++p) {
-    const int j = lane + p * group;
-    if (ok && (kFull || j < packs)) {
-      // Read once, yet not evict-first: the backward or a next call may
-      // still find x in L2.
-      if (kSpan && j == tail.index) {
-        xp[p].load_elems(reinterpret_cast<const T*>(xr + at(p)), tail.elems);
+  for (int p = 0; p < K::kSlots; ++p) {
+    const int j = s.lane + p * s.group;
+    if (ok && (K::kFull || j < s.packs)) {
+      // Read once, yet not evict-first: the backward or a next call may still find x in L2.
+      if (K::kSpan && j == tail.index) {
+        xp[p].load_elems(reinterpret_cast<const typename K::T*>(xr + s.at(p)), tail.elems);
       } else {
-        xp[p] = load_row(xr + at(p));
+        xp[p] = load_row(xr + s.at(p));
       }
     } else {
       xp[p].zero();
     }
   }
-  if constexpr (kEarlyWeight && !kFixed) {
-    load_early_weight();
-  }
-  // Edge packs are masked once every load is in flight (a mask between two
-  // loads would hold the later ones back until the first arrived).
+}
+
+template <typename K>
+__device__ __forceinline__ void mask_edges(const RowSlots<K>& s, typename K::XPack (&xp)[K::kSlots]) {
 #pragma unroll
-  for (int p = 0; p < kSlots; ++p) {
-    if (edge(p)) {
-      xp[p].keep(-column0(p), width - column0(p));
+  for (int p = 0; p < K::kSlots; ++p) {
+    if (s.edge(p)) {
+      xp[p].keep(-s.column0(p), s.width - s.column0(p));
     }
   }
-  // The passes below unpack the same words in three forms (RawPack::get), so
-  // that ptxas converts them again instead of keeping 8 packs of floats; a
-  // fixed group keeps its 4 packs as floats (one form), and so do the bounded
-  // float16 kernels (three forms there add instructions and remove no spill).
-  constexpr bool kOneForm = kFixed || (std::is_same_v<T, c10::Half> && !kFull);
-  constexpr int kForm1 = kOneForm ? 0 : 1;
-  constexpr int kForm2 = kOneForm ? 0 : 2;
+}
+
+// The row's mean (0 for RMSNorm) and variance (mean square for RMSNorm), the same bits on every
+// thread of the row.
+template <typename K>
+__device__ __forceinline__ void row_statistics(const RowSlots<K>& s, const typename K::XPack (&xp)[K::kSlots],
+                                               int cluster, typename K::Scratch& scratch, typename K::acc_t& mean,
+                                               typename K::acc_t& var) {
+  using acc_t = typename K::acc_t;
+  constexpr int kVec = K::kVec;
+  constexpr int kSlots = K::kSlots;
   int reduce_calls = 0;
-  if constexpr (kCluster) {
+  if constexpr (K::kCluster) {
     row_reduce_init(scratch, cluster);
   }
-  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(width);
-  acc_t mean = acc_t(0);
-  acc_t var = acc_t(0);
-  if constexpr (kMoments) {
+  const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(s.width);
+  if constexpr (K::kMoments) {
     constexpr int kElems = kSlots * kVec;
     acc_t m[2] = {acc_t(0), acc_t(0)};
 #pragma unroll
@@ -289,15 +261,15 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
     for (int p = 0; p < kSlots; ++p) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const acc_t d = xp[p].template get<kForm1>(e) - local_mean;
+        const acc_t d = xp[p].template get<K::kForm1>(e) - local_mean;
         m[1] += d * d;
       }
     }
-    row_reduce(m, group, cluster, scratch, reduce_calls, MomentsCombine<acc_t>{acc_t(0.5) / kElems});
+    row_reduce(m, s.group, cluster, scratch, reduce_calls, MomentsCombine<acc_t>{acc_t(0.5) / kElems});
     mean = m[0] * inv_cols;
     var = m[1] * inv_cols;
   } else {
-    if constexpr (!kRms) {
+    if constexpr (!K::kRms) {
       acc_t sum[1] = {acc_t(0)};
 #pragma unroll
       for (int p = 0; p < kSlots; ++p) {
@@ -306,46 +278,223 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
           sum[0] += xp[p].get(e);
         }
       }
-      row_reduce(sum, group, cluster, scratch, reduce_calls);
+      row_reduce(sum, s.group, cluster, scratch, reduce_calls);
       mean = sum[0] * inv_cols;
     }
     acc_t sq[1] = {acc_t(0)};
 #pragma unroll
     for (int p = 0; p < kSlots; ++p) {
-      const bool in_row = kFull || lane + p * group < packs;
-      if (!kRms && edge(p)) {
+      const bool in_row = K::kFull || s.lane + p * s.group < s.packs;
+      if (!K::kRms && s.edge(p)) {
         // Masked elements are zero: with a mean to subtract they must be left out.
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const bool in = e >= -column0(p) && e < width - column0(p);
-          const acc_t d = in ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
+          const bool in = e >= -s.column0(p) && e < s.width - s.column0(p);
+          const acc_t d = in ? xp[p].template get<K::kForm1>(e) - mean : acc_t(0);
           sq[0] += d * d;
         }
-      } else if (kLean) {
+      } else if (K::kLean) {
         // One select per pack (slots past the row hold zeros, not x - mean).
         acc_t part = acc_t(0);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const acc_t d = xp[p].template get<kForm1>(e) - mean;
+          const acc_t d = xp[p].template get<K::kForm1>(e) - mean;
           part += d * d;
         }
         sq[0] += in_row ? part : acc_t(0);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
-          const acc_t d = in_row ? xp[p].template get<kForm1>(e) - mean : acc_t(0);
+          const acc_t d = in_row ? xp[p].template get<K::kForm1>(e) - mean : acc_t(0);
           sq[0] += d * d;
         }
       }
     }
-    row_reduce(sq, group, cluster, scratch, reduce_calls);
+    row_reduce(sq, s.group, cluster, scratch, reduce_calls);
     var = sq[0] * inv_cols;
   }
+}
+
+// y = (x - mean) * rstd * weight + bias from the thread's packs. has_weight / has_bias: bool, or
+// std::bool_constant to drop what is absent at compile time (a missing factor is 1 and a missing
+// term -0, which leave the value unchanged).
+template <typename K, typename HasWeight, typename HasBias>
+__device__ __forceinline__ void write_y(const RowSlots<K>& s, const typename K::XPack (&xp)[K::kSlots],
+                                        typename K::XPack* yr, const typename K::WPack* wr, const typename K::WPack* br,
+                                        const typename K::WPack (&w_early)[K::kEarlyWeight ? K::kSlots : 1],
+                                        const typename K::WPack (&b_early)[K::kEarly ? K::kSlots : 1],
+                                        typename K::acc_t mean, typename K::acc_t rstd, typename K::acc_t neg_mean_rstd,
+                                        bool plain_y, HasWeight has_weight, HasBias has_bias) {
+  using acc_t = typename K::acc_t;
+  using T = typename K::T;
+  using XPack = typename K::XPack;
+  using WPack = typename K::WPack;
+  constexpr int kVec = K::kVec;
+  constexpr int kSlots = K::kSlots;
+  // 16-bit LayerNorm: (x - mean) * rstd as one FMA, x * rstd + neg_mean_rstd (its rounding,
+  // 2^-24 * |mean| * rstd, is far under the output's).
+  constexpr bool kFold = (K::kLean || K::kFull) && sizeof(T) == 2 && !K::kRms;
+  // Rows of up to 4 packs a thread load the weight / bias packs of kParamBatch slots before using
+  // any: one round trip to L2 per batch instead of one per slot (the whole write pass waited on
+  // each in turn). Up to 32 registers of them; 16 beside a span row's bookkeeping, and for float16,
+  // whose passes ptxas converts once and keeps (more spills). At 8 packs a second slot's parameters
+  // do not fit (ptxas spills).
+  constexpr int kParamRegs = (K::kRms ? 1 : 2) * static_cast<int>(sizeof(WPack)) / 4;
+  constexpr int kParamBudget = K::kSpan || std::is_same_v<T, c10::Half> ? 16 : 32;
+  constexpr int kParamBatch = K::kLean ? std::max(1, std::min(kSlots, kParamBudget / kParamRegs)) : 1;
+  auto fetch = [&](int p, WPack& wp, WPack& bp) {
+    if constexpr (K::kEarlyWeight) {
+      wp = w_early[p];
+    } else if (has_weight) {
+      wp = load_param(wr + s.at(p));
+    }
+    if constexpr (K::kEarly) {
+      bp = b_early[p];
+    } else if (has_bias) {
+      bp = load_param(br + s.at(p));
+    }
+  };
+  auto emit = [&](int p, const WPack& wp, const WPack& bp) {
+    auto value = [&](int e) {
+      const acc_t xv = xp[p].template get<K::kForm2>(e);
+      const acc_t t = kFold ? fma(xv, rstd, neg_mean_rstd) : (xv - mean) * rstd;
+      const acc_t wv = has_weight ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
+      const acc_t bv = has_bias ? static_cast<acc_t>(bp.get(e)) : -acc_t(0);
+      return t * wv + bv;
+    };
+    XPack out;
+#pragma unroll
+    for (int e = 0; e < kVec; e += 2) {
+      out.set2(e, value(e), value(e + 1));
+    }
+    if (s.edge(p)) {
+      store_span_edge(reinterpret_cast<T*>(yr + s.at(p)), out, -s.column0(p), s.width - s.column0(p));
+    } else if constexpr (K::kSpan) {
+      store_stream(yr + s.at(p), out);
+    } else {
+      store_y(yr + s.at(p), out, plain_y);
+    }
+  };
+  if constexpr (kParamBatch == 1) {
+    // 8 packs: each slot's loads inside its own branch (the same loop with batches of one slot
+    // changes ptxas' allocation: more spills).
+#pragma unroll
+    for (int p = 0; p < kSlots; ++p) {
+      const int j = s.lane + p * s.group;
+      if (K::kFull || j < s.packs) {
+        WPack wp;
+        WPack bp;
+        fetch(p, wp, bp);
+        emit(p, wp, bp);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int p0 = 0; p0 < kSlots; p0 += kParamBatch) {
+      WPack wp[kParamBatch];
+      WPack bp[kParamBatch];
+#pragma unroll
+      for (int b = 0; b < kParamBatch; ++b) {
+        const int j = s.lane + (p0 + b) * s.group;
+        if (p0 + b < kSlots && (K::kFull || j < s.packs)) {
+          fetch(p0 + b, wp[b], bp[b]);
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kParamBatch; ++b) {
+        const int j = s.lane + (p0 + b) * s.group;
+        if (p0 + b < kSlots && (K::kFull || j < s.packs)) {
+          emit(p0 + b, wp[b], bp[b]);
+        }
+      }
+    }
+  }
+}
+
+// Register forward (16-byte packs): a plain grid of CTAs, one row per row group; each thread
+// issues all of its kPacks loads at once and keeps the packs (as raw words of T) in registers for
+// the exact two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; x,
+// weight and bias come through the read-only cache, weight and bias evict-last in L2
+// (load_param). Several CTAs per SM overlap one row's reductions with the others' memory traffic.
+// Rows wider than one CTA holds are split over a thread-block cluster (sm_90): CTA `rank` takes
+// the slice of `slice_packs` packs starting at rank * slice_packs, and the sums meet through
+// distributed shared memory. kSpan: N is not a multiple of kVec, and each row is the span of the
+// tensor's packs that covers it (RowSpan): edge packs are masked on load and written element by
+// element, weight and bias are the tables of span_param_table_kernel (one pack-aligned copy per
+// shift, row `shift` of `param_stride` packs), and the span's one or two packs beyond the aligned
+// width take one more slot (used by lanes 0 and 1 only), so a span row is spread over threads like
+// an aligned row of its width. The variant (norm_plan.h) fixes the rest at compile time (RowsKernel).
+template <typename T, typename W, FwdVariant kVariant, Norm kNorm, int kPacks>
+__global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : kMaxThreadsPerRow, 1)
+    norm_fwd_rows_kernel(const T* __restrict__ x, const W* __restrict__ weight, const W* __restrict__ bias,
+                         T* __restrict__ y, at::opmath_type<T>* __restrict__ mean_out,
+                         at::opmath_type<T>* __restrict__ rstd_out, int64_t rows, int cols, int threads_per_row,
+                         int cluster_size, int slice_packs, int param_stride, at::opmath_type<T> eps, bool plain_y) {
+  static_assert(fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W)), "a planned variant");
+  using K = RowsKernel<T, W, kVariant, kNorm, kPacks>;
+  using acc_t = typename K::acc_t;
+  using XPack = typename K::XPack;
+  using WPack = typename K::WPack;
+  constexpr int kVec = K::kVec;
+  __shared__ typename K::Scratch scratch;
+
+  // Geometry: the row of this thread's group, and its slots in the row (or the row's slice).
+  const int group = K::kFixed ? K::kGroup : threads_per_row;
+  const int width = K::kFixed ? K::kGroup * kPacks * kVec : cols;
+  // Compile-time 1 without a cluster: the cluster code (and its registers) drops out.
+  const int cluster = K::kCluster ? cluster_size : 1;
+  const int lane = threadIdx.x & (group - 1);
+  const int rank = K::kCluster ? static_cast<int>(cluster_rank()) : 0;
+  const int group_shift = log2_pow2(group);
+  const int64_t row =
+      static_cast<int64_t>(blockIdx.x / cluster) * (blockDim.x >> group_shift) + (threadIdx.x >> group_shift);
+  // Groups past the last row still take part in the reductions.
+  const bool ok = row < rows;
+  RowSpan span{(ok ? row : 0) * (width / kVec), 0, width / kVec};
+  if constexpr (K::kSpan) {
+    span = row_span<kVec>(ok ? row : 0, width);
+  }
+  const int pack0 = rank * slice_packs;
+  const int left = span.packs - pack0;
+  const int packs = K::kFull ? kPacks * group : left < slice_packs ? left : slice_packs;
+  const int lane_in_ptr = K::kFull ? lane : 0;
+  unsigned edges = 0;
+  const RowSlots<K> s{lane, group, pack0, packs, lane_in_ptr, width, span, edges};
+  const XPack* xr = reinterpret_cast<const XPack*>(x) + span.first + pack0 + lane_in_ptr;
+  if constexpr (K::kSpan) {
+#pragma unroll
+    for (int p = 0; p < K::kSlots; ++p) {
+      const bool in_row = lane + p * group < packs;
+      edges |= in_row && (s.column0(p) < 0 || s.column0(p) + kVec > width) ? 1u << p : 0u;
+    }
+  }
+
+  // Load: x, and the parameters that go with it (fixed groups issue those first: after x's,
+  // ptxas scheduled them once x had arrived, a round trip later).
+  WPack w_early[K::kEarlyWeight ? K::kSlots : 1];
+  WPack b_early[K::kEarly ? K::kSlots : 1];
+  if constexpr (K::kEarlyWeight && K::kFixed) {
+    load_early_params(s, ok, weight, bias, param_stride, w_early, b_early);
+  }
+  const TailPack tail = K::kSpan ? tail_pack<kVec>(row, rows, width, span, pack0) : TailPack{-1, 0};
+  XPack xp[K::kSlots];
+  load_x(s, ok, xr, tail, xp);
+  if constexpr (K::kEarlyWeight && !K::kFixed) {
+    load_early_params(s, ok, weight, bias, param_stride, w_early, b_early);
+  }
+  mask_edges(s, xp);
+
+  // Reduce: the row's statistics.
+  acc_t mean = acc_t(0);
+  acc_t var = acc_t(0);
+  row_statistics(s, xp, cluster, scratch, mean, var);
   const acc_t rstd = rsqrt_acc(var + eps);
+
+  // Normalise and store.
   if (ok) {
     // The inference ops pass no statistics to write.
     if (lane == 0 && rank == 0 && rstd_out != nullptr) {
-      if constexpr (!kRms) {
+      if constexpr (!K::kRms) {
         mean_out[row] = mean;
       }
       rstd_out[row] = rstd;
@@ -354,96 +503,15 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
     const int param0 = span.shift * param_stride + pack0 + lane_in_ptr;
     const WPack* wr = weight != nullptr ? reinterpret_cast<const WPack*>(weight) + param0 : nullptr;
     const WPack* br = bias != nullptr ? reinterpret_cast<const WPack*>(bias) + param0 : nullptr;
-    // 16-bit LayerNorm: (x - mean) * rstd as one FMA, x * rstd - mean * rstd
-    // (its rounding, 2^-24 * |mean| * rstd, is far under the output's).
-    constexpr bool kFold = (kLean || kFull) && sizeof(T) == 2 && !kRms;
     const acc_t neg_mean_rstd = -mean * rstd;
-    // Rows of up to 4 packs a thread load the weight / bias packs of
-    // kParamBatch slots before using any: one round trip to L2 per batch
-    // instead of one per slot (the whole write pass waited on each in turn).
-    // Up to 32 registers of them; 16 beside a span row's bookkeeping, and for
-    // float16, whose passes ptxas converts once and keeps (more spills). At 8
-    // packs a second slot's parameters do not fit (ptxas spills).
-    constexpr int kParamRegs = (kRms ? 1 : 2) * static_cast<int>(sizeof(WPack)) / 4;
-    constexpr int kParamBudget = kSpan || std::is_same_v<T, c10::Half> ? 16 : 32;
-    constexpr int kParamBatch = kLean ? std::max(1, std::min(kSlots, kParamBudget / kParamRegs)) : 1;
-    // has_weight / has_bias: bool, or std::bool_constant to drop what is absent
-    // at compile time (a missing factor is 1 and a missing term -0, which
-    // leave t unchanged).
     auto write = [&](auto has_weight, auto has_bias) {
-      auto fetch = [&](int p, WPack& wp, WPack& bp) {
-        if constexpr (kEarlyWeight) {
-          wp = w_early[p];
-        } else if (has_weight) {
-          wp = load_param(wr + at(p));
-        }
-        if constexpr (kEarly) {
-          bp = b_early[p];
-        } else if (has_bias) {
-          bp = load_param(br + at(p));
-        }
-      };
-      auto emit = [&](int p, const WPack& wp, const WPack& bp) {
-        auto value = [&](int e) {
-          const acc_t xv = xp[p].template get<kForm2>(e);
-          const acc_t t = kFold ? fma(xv, rstd, neg_mean_rstd) : (xv - mean) * rstd;
-          const acc_t wv = has_weight ? static_cast<acc_t>(wp.get(e)) : acc_t(1);
-          const acc_t bv = has_bias ? static_cast<acc_t>(bp.get(e)) : -acc_t(0);
-          return t * wv + bv;
-        };
-        XPack out;
-#pragma unroll
-        for (int e = 0; e < kVec; e += 2) {
-          out.set2(e, value(e), value(e + 1));
-        }
-        if (edge(p)) {
-          store_span_edge(reinterpret_cast<T*>(yr + at(p)), out, -column0(p), width - column0(p));
-        } else if constexpr (kSpan) {
-          store_stream(yr + at(p), out);
-        } else {
-          store_y(yr + at(p), out, plain_y);
-        }
-      };
-      if constexpr (kParamBatch == 1) {
-        // 8 packs: each slot's loads inside its own branch (the same loop with
-        // batches of one slot changes ptxas' allocation: more spills).
-#pragma unroll
-        for (int p = 0; p < kSlots; ++p) {
-          const int j = lane + p * group;
-          if (kFull || j < packs) {
-            WPack wp;
-            WPack bp;
-            fetch(p, wp, bp);
-            emit(p, wp, bp);
-          }
-        }
-      } else {
-#pragma unroll
-        for (int p0 = 0; p0 < kSlots; p0 += kParamBatch) {
-          WPack wp[kParamBatch];
-          WPack bp[kParamBatch];
-#pragma unroll
-          for (int b = 0; b < kParamBatch; ++b) {
-            const int j = lane + (p0 + b) * group;
-            if (p0 + b < kSlots && (kFull || j < packs)) {
-              fetch(p0 + b, wp[b], bp[b]);
-            }
-          }
-#pragma unroll
-          for (int b = 0; b < kParamBatch; ++b) {
-            const int j = lane + (p0 + b) * group;
-            if (p0 + b < kSlots && (kFull || j < packs)) {
-              emit(p0 + b, wp[b], bp[b]);
-            }
-          }
-        }
-      }
+      write_y(s, xp, yr, wr, br, w_early, b_early, mean, rstd, neg_mean_rstd, plain_y, has_weight, has_bias);
     };
     using yes = std::true_type;
     using no = std::false_type;
     const bool has_weight = weight != nullptr;
-    const bool has_bias = !kRms && bias != nullptr;
-    if (!kLean && !kFull) {
+    const bool has_bias = !K::kRms && bias != nullptr;
+    if (!K::kLean && !K::kFull) {
       write(has_weight, has_bias);
     } else if (has_weight && has_bias) {
       write(yes{}, yes{});
@@ -455,8 +523,8 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
       write(no{}, no{});
     }
   }
-  // No cluster barrier before leaving: every write into this CTA's shared
-  // memory was counted on its mbarriers, whose last phase it waited for.
+  // No cluster barrier before leaving: every write into this CTA's shared memory was counted on its
+  // mbarriers, whose last phase it waited for.
 }
 
 // Parameters for span rows: row s of a table holds the packs of the columns
