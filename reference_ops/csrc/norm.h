@@ -1,5 +1,6 @@
-// The ops' checked entry points (norm.cpp, registered as the ops in registration.cpp) and the
-// implementations they route to: cpu:: (norm_cpu.cpp) and cuda:: (norm_fwd.cu, norm_bwd.cu).
+// The ops' autograd kernels (norm_autograd.cpp), their checked entry points (norm.cpp), both
+// registered as the ops' kernels in registration.cpp, and the implementations the entry points route
+// to: cpu:: (norm_cpu.cpp) and cuda:: (norm_fwd.cu, norm_bwd.cu).
 #pragma once
 
 #include <ATen/Dispatch.h>
@@ -34,6 +35,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight);
+
+// Autograd kernels (norm_autograd.cpp), registered to the Autograd key of the ops: they decide in
+// C++ whether autograd records the call, and call the ops above through the dispatcher below
+// autograd. layer_norm / rms_norm run *_fwd and keep its statistics when a gradient is wanted (grad
+// mode on and an input that requires grad), the *_inference op otherwise; *_fwd record the
+// backward, which calls *_bwd. The ops without a derivative (*_bwd, *_inference) give recorded
+// outputs a backward that raises an error saying what to do instead.
+namespace autograd {
+at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias, double eps);
+at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                    double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps);
+at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                                double eps);
+at::Tensor rms_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                              const std::optional<at::Tensor>& weight, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
+                                                              const at::Tensor& mean, const at::Tensor& rstd,
+                                                              c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias);
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight);
+}  // namespace autograd
 
 // Shape of one normalisation problem: `rows` independent rows of `cols` contiguous elements.
 struct NormShape {

@@ -1,6 +1,7 @@
-// Declares the reference_ops ops to the PyTorch dispatcher and registers their kernels.
+// Declares the reference_ops ops to the PyTorch dispatcher and registers their kernels: the checked
+// entry points (norm.cpp) for CPU and CUDA, the autograd kernels (norm_autograd.cpp) for Autograd.
 // The schema is what torch.compile, FakeTensor and torch.library.opcheck see; the Python side adds
-// the fake (shape-only) kernels and the autograd formulas in reference_ops/_registration.py.
+// only the fake (shape-only) kernels, in reference_ops/_registration.py.
 #include <Python.h>
 #include <torch/library.h>
 
@@ -13,9 +14,14 @@ extern "C" PyObject* PyInit__C(void) {
   return PyModule_Create(&module_def);
 }
 
-// mean / rstd have x's leading (non-normalised) shape, float32 (float64 for float64 x). The
-// backward ops return empty tensors in place of dweight / dbias when weight / bias is None.
+// layer_norm / rms_norm are the public ops (reference_ops.layer_norm / rms_norm call them): their
+// autograd kernel runs *_fwd, which returns the statistics for the backward, when autograd will want
+// a gradient, and *_inference, which writes none, otherwise. mean / rstd have x's leading
+// (non-normalised) shape, float32 (float64 for float64 x). The backward ops return empty tensors in
+// place of dweight / dbias when weight / bias is None.
 TORCH_LIBRARY(reference_ops, m) {
+  m.def("layer_norm(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> Tensor");
+  m.def("rms_norm(Tensor x, int[] normalized_shape, Tensor? weight, float eps) -> Tensor");
   m.def(
       "layer_norm_fwd(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, "
       "Tensor)");
@@ -28,8 +34,12 @@ TORCH_LIBRARY(reference_ops, m) {
   m.def("rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, int[] normalized_shape, Tensor? weight) -> (Tensor, Tensor)");
 }
 
-// One checked entry point per op serves both backends: it routes by x's device.
+// One checked entry point per op serves both backends: it routes by x's device. Below autograd
+// (inference mode, or called from an autograd kernel) the public ops have no gradient to prepare
+// for: they are the inference ops.
 TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
+  m.impl("layer_norm", &reference_ops::layer_norm_inference);
+  m.impl("rms_norm", &reference_ops::rms_norm_inference);
   m.impl("layer_norm_fwd", &reference_ops::layer_norm_fwd);
   m.impl("layer_norm_bwd", &reference_ops::layer_norm_bwd);
   m.impl("rms_norm_fwd", &reference_ops::rms_norm_fwd);
@@ -39,10 +49,26 @@ TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
 }
 
 TORCH_LIBRARY_IMPL(reference_ops, CPU, m) {
+  m.impl("layer_norm", &reference_ops::layer_norm_inference);
+  m.impl("rms_norm", &reference_ops::rms_norm_inference);
   m.impl("layer_norm_fwd", &reference_ops::layer_norm_fwd);
   m.impl("layer_norm_bwd", &reference_ops::layer_norm_bwd);
   m.impl("rms_norm_fwd", &reference_ops::rms_norm_fwd);
   m.impl("layer_norm_inference", &reference_ops::layer_norm_inference);
   m.impl("rms_norm_inference", &reference_ops::rms_norm_inference);
   m.impl("rms_norm_bwd", &reference_ops::rms_norm_bwd);
+}
+
+// Autograd of every op, in C++: whether a call is recorded, the forward's saved tensors and the
+// backward's call of *_bwd. For both devices (the Autograd alias key covers AutogradCPU and
+// AutogradCUDA); the kernels call the ops above through the dispatcher, below autograd.
+TORCH_LIBRARY_IMPL(reference_ops, Autograd, m) {
+  m.impl("layer_norm", &reference_ops::autograd::layer_norm);
+  m.impl("rms_norm", &reference_ops::autograd::rms_norm);
+  m.impl("layer_norm_fwd", &reference_ops::autograd::layer_norm_fwd);
+  m.impl("layer_norm_bwd", &reference_ops::autograd::layer_norm_bwd);
+  m.impl("rms_norm_fwd", &reference_ops::autograd::rms_norm_fwd);
+  m.impl("layer_norm_inference", &reference_ops::autograd::layer_norm_inference);
+  m.impl("rms_norm_inference", &reference_ops::autograd::rms_norm_inference);
+  m.impl("rms_norm_bwd", &reference_ops::autograd::rms_norm_bwd);
 }

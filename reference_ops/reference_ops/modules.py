@@ -1,7 +1,8 @@
 """Drop-in replacements for torch.nn.LayerNorm and torch.nn.RMSNorm.
 
 Same constructor arguments, parameters and state_dict keys ("weight", "bias"), so a
-model can swap the class and load the same checkpoint.
+model can swap the class and load the same checkpoint. forward calls the op directly: the
+shape is a tuple of ints from __init__, and autograd is decided in the op's C++ kernel.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from .ops import layer_norm, rms_norm
+from .ops import _DEFAULT_EPS, _layer_norm_op, _rms_norm_op
 
 __all__ = ["LayerNorm", "RMSNorm"]
 
@@ -64,7 +65,7 @@ class LayerNorm(nn.Module):
                 nn.init.zeros_(self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return _layer_norm_op(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
@@ -102,7 +103,10 @@ class RMSNorm(nn.Module):
             nn.init.ones_(self.weight)
 
     def forward(self, x: Tensor) -> Tensor:
-        return rms_norm(x, self.normalized_shape, self.weight, self.eps)
+        eps = self.eps
+        if eps is None:
+            eps = _DEFAULT_EPS.get(x.dtype, 0.0)
+        return _rms_norm_op(x, self.normalized_shape, self.weight, eps)
 
     def extra_repr(self) -> str:
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)

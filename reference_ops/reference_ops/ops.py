@@ -1,8 +1,9 @@
 """The public layer_norm and rms_norm functions.
 
-The ops are declared in csrc/registration.cpp; their fake kernels and autograd formulas are in
-_registration.py. Without a gradient to compute, the *_inference ops run: they write no
-statistics.
+Each is one call of its op (declared in csrc/registration.cpp): the op's autograd kernel, in C++,
+decides whether autograd will want a gradient and runs the *_fwd op (which keeps the statistics
+for the backward) or the *_inference op (which writes none). Nothing else happens here per call
+but the conversion of an int normalized_shape and, for rms_norm, the default eps.
 """
 
 from __future__ import annotations
@@ -12,23 +13,19 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from . import _registration
+from . import _registration  # noqa: F401  (the fake kernels, for torch.compile)
 
 __all__ = ["layer_norm", "rms_norm"]
 
 _ShapeLike = int | Sequence[int] | torch.Size
 
+# The ops' overloads, looked up once; calling them is the whole per-call cost of the functions.
+_layer_norm_op = torch.ops.reference_ops.layer_norm.default
+_rms_norm_op = torch.ops.reference_ops.rms_norm.default
 
-def _as_shape(normalized_shape: _ShapeLike) -> list[int]:
-    if isinstance(normalized_shape, int):
-        return [normalized_shape]
-    return [int(s) for s in normalized_shape]
-
-
-def _wants_grad(*tensors: Tensor | None) -> bool:
-    """Whether autograd will need the forward's statistics (else the inference op runs: it
-    writes no mean / rstd)."""
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+# rms_norm's eps=None: torch.finfo(dtype).eps, looked up in a dict (torch.finfo builds an object per
+# call). Other dtypes get 0.0 here and the op's clear dtype error.
+_DEFAULT_EPS = {t: torch.finfo(t).eps for t in (torch.float32, torch.float16, torch.bfloat16, torch.float64)}
 
 
 def layer_norm(
@@ -45,10 +42,9 @@ def layer_norm(
     ``weight`` / ``bias`` have shape ``normalized_shape`` and ``x``'s dtype, or float32
     when ``x`` is float16 / bfloat16.
     """
-    shape = _as_shape(normalized_shape)
-    if _wants_grad(x, weight, bias):
-        return _registration.layer_norm_fwd(x, shape, weight, bias, float(eps))[0]
-    return _registration.layer_norm_inference(x, shape, weight, bias, float(eps))
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _layer_norm_op(x, normalized_shape, weight, bias, eps)
 
 
 def rms_norm(
@@ -63,9 +59,8 @@ def rms_norm(
     ``torch.finfo(x.dtype).eps``. ``weight`` has shape ``normalized_shape`` and ``x``'s
     dtype, or float32 when ``x`` is float16 / bfloat16.
     """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
     if eps is None:
-        eps = torch.finfo(x.dtype).eps
-    shape = _as_shape(normalized_shape)
-    if _wants_grad(x, weight):
-        return _registration.rms_norm_fwd(x, shape, weight, float(eps))[0]
-    return _registration.rms_norm_inference(x, shape, weight, float(eps))
+        eps = _DEFAULT_EPS.get(x.dtype, 0.0)
+    return _rms_norm_op(x, normalized_shape, weight, eps)

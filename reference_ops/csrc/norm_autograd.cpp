@@ -1,0 +1,281 @@
+// The ops' autograd kernels, registered to the Autograd key in registration.cpp (as torchvision
+// does for its ops). Autograd runs here, in C++, rather than in Python (torch.library's
+// register_autograd): recording a call and running its backward then cost what a native torch op
+// costs, and the public ops decide here, per call, whether the statistics are needed at all.
+//
+// Every kernel calls the ops through the dispatcher, below autograd, never norm.cpp's functions
+// directly: under torch.compile, FakeTensor and functionalization the call then reaches the fake
+// kernels and the tracer, so AOTAutograd traces through these kernels and records *_fwd / *_bwd /
+// *_inference in its graphs. Nothing here reads tensor sizes, which are symbolic under dynamic
+// shapes.
+#include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "norm.h"
+
+namespace reference_ops::autograd {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// -----------------------------------------------------------------------------
+// The ops, as the dispatcher holds them
+// -----------------------------------------------------------------------------
+
+// Each op's name, its C++ signature (that of its checked entry point in norm.h) and, for the ops
+// without a derivative, the error their backward raises.
+struct LayerNormFwdOp {
+  static constexpr const char* kName = "reference_ops::layer_norm_fwd";
+  using Sig = decltype(reference_ops::layer_norm_fwd);
+};
+struct RmsNormFwdOp {
+  static constexpr const char* kName = "reference_ops::rms_norm_fwd";
+  using Sig = decltype(reference_ops::rms_norm_fwd);
+};
+
+constexpr const char* kNoBackwardOfInference =
+    "reference_ops: the *_inference ops save no statistics and have no backward; call "
+    "reference_ops.layer_norm / rms_norm (or the *_fwd ops), which keep them when a gradient is wanted";
+struct LayerNormInferenceOp {
+  static constexpr const char* kName = "reference_ops::layer_norm_inference";
+  using Sig = decltype(reference_ops::layer_norm_inference);
+  static constexpr const char* kNoDerivative = kNoBackwardOfInference;
+};
+struct RmsNormInferenceOp {
+  static constexpr const char* kName = "reference_ops::rms_norm_inference";
+  using Sig = decltype(reference_ops::rms_norm_inference);
+  static constexpr const char* kNoDerivative = kNoBackwardOfInference;
+};
+
+// A gradient of a gradient goes through the *_bwd ops, which have no derivative: say so, and what
+// to use, rather than return a silently wrong (zero) second derivative.
+constexpr const char* kNoDoubleBackward =
+    "reference_ops: double backward (differentiating a gradient of layer_norm / rms_norm, e.g. "
+    "torch.autograd.grad(..., create_graph=True) and then backward through the result) is not "
+    "supported: the *_bwd ops have no derivative. Use torch.nn.functional.layer_norm / rms_norm (or "
+    "torch.nn.LayerNorm / RMSNorm) where a second derivative is needed";
+struct LayerNormBwdOp {
+  static constexpr const char* kName = "reference_ops::layer_norm_bwd";
+  using Sig = decltype(reference_ops::layer_norm_bwd);
+  static constexpr const char* kNoDerivative = kNoDoubleBackward;
+};
+struct RmsNormBwdOp {
+  static constexpr const char* kName = "reference_ops::rms_norm_bwd";
+  using Sig = decltype(reference_ops::rms_norm_bwd);
+  static constexpr const char* kNoDerivative = kNoDoubleBackward;
+};
+
+// The op's dispatcher handle, looked up once.
+template <class Op>
+const c10::TypedOperatorHandle<typename Op::Sig>& op() {
+  static const auto handle =
+      c10::Dispatcher::singleton().findSchemaOrThrow(Op::kName, "").template typed<typename Op::Sig>();
+  return handle;
+}
+
+// -----------------------------------------------------------------------------
+// Whether autograd records a call
+// -----------------------------------------------------------------------------
+
+bool requires_grad(const at::Tensor& t) { return t.requires_grad(); }
+bool requires_grad(const std::optional<at::Tensor>& t) { return t.has_value() && t->requires_grad(); }
+template <class T>
+bool requires_grad(const T& /*not a tensor*/) {
+  return false;
+}
+
+// What torch's own ops check: grad mode on and an input that requires grad.
+template <class... Args>
+bool records(const Args&... args) {
+  return at::GradMode::is_enabled() && (requires_grad(args) || ...);
+}
+
+std::optional<at::Tensor> defined_or_none(const at::Tensor& t) {
+  return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
+}
+
+variable_list to_list(const at::Tensor& t) { return {t}; }
+template <class... Ts>
+variable_list to_list(const std::tuple<Ts...>& t) {
+  return std::apply([](const auto&... e) { return variable_list{e...}; }, t);
+}
+
+template <class Result>
+Result from_list(const variable_list& v) {
+  if constexpr (std::is_same_v<Result, at::Tensor>) {
+    return v[0];
+  } else if constexpr (std::tuple_size_v<Result> == 2) {
+    return {v[0], v[1]};
+  } else {
+    return {v[0], v[1], v[2]};
+  }
+}
+
+// -----------------------------------------------------------------------------
+// Ops without a derivative: *_inference and *_bwd
+// -----------------------------------------------------------------------------
+
+// Runs the op below autograd; the recorded outputs' backward raises Op::kNoDerivative.
+template <class Op>
+struct NoDerivativeFunction : public torch::autograd::Function<NoDerivativeFunction<Op>> {
+  template <class... Args>
+  static variable_list forward(AutogradContext* /*ctx*/, const Args&... args) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    return to_list(op<Op>().call(args...));
+  }
+  static variable_list backward(AutogradContext* /*ctx*/, const variable_list& /*grads*/) {
+    TORCH_CHECK(false, Op::kNoDerivative);
+    return {};
+  }
+};
+
+// Not recorded (the common case: no grad mode, or nothing requires grad): no autograd node at all.
+template <class Op, class... Args>
+auto no_derivative(const Args&... args) {
+  using Result = decltype(op<Op>().call(args...));
+  if (records(args...)) {
+    return from_list<Result>(NoDerivativeFunction<Op>::apply(args...));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<Op>().call(args...);
+}
+
+// -----------------------------------------------------------------------------
+// The forwards with a backward: *_fwd
+// -----------------------------------------------------------------------------
+
+// The backward needs x, the statistics and the parameters (saved as tensors; an absent parameter as
+// an undefined one) and normalized_shape (saved as ints: x's sizes may be symbolic when traced).
+// mean / rstd are outputs without a gradient; when only they are used, no gradient reaches x.
+struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                               const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                               double eps) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    auto [y, mean, rstd] = op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
+    ctx->save_for_backward({x, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
+    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
+    ctx->mark_non_differentiable({mean, rstd});
+    ctx->set_materialize_grads(false);  // no zero tensors (and fill kernels) for mean / rstd
+    return {y, mean, rstd};
+  }
+
+  // One gradient per forward argument: x, normalized_shape, weight, bias, eps.
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    const at::Tensor& dy = grads[0];
+    if (!dy.defined()) {
+      return variable_list(5);
+    }
+    const variable_list saved = ctx->get_saved_variables();
+    const std::optional<at::Tensor> weight = defined_or_none(saved[3]);
+    const std::optional<at::Tensor> bias = defined_or_none(saved[4]);
+    const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
+    // Through the dispatcher with autograd: under create_graph the *_bwd op's own autograd kernel
+    // records it, so a double backward raises kNoDoubleBackward.
+    auto [dx, dweight, dbias] =
+        op<LayerNormBwdOp>().call(dy, saved[0], saved[1], saved[2], normalized_shape, weight, bias);
+    return {dx, at::Tensor(), weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor(), at::Tensor()};
+  }
+};
+
+struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                               const std::optional<at::Tensor>& weight, double eps) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    auto [y, rstd] = op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
+    ctx->save_for_backward({x, rstd, weight.value_or(at::Tensor())});
+    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
+    ctx->mark_non_differentiable({rstd});
+    ctx->set_materialize_grads(false);
+    return {y, rstd};
+  }
+
+  // x, normalized_shape, weight, eps.
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    const at::Tensor& dy = grads[0];
+    if (!dy.defined()) {
+      return variable_list(4);
+    }
+    const variable_list saved = ctx->get_saved_variables();
+    const std::optional<at::Tensor> weight = defined_or_none(saved[2]);
+    const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
+    auto [dx, dweight] = op<RmsNormBwdOp>().call(dy, saved[0], saved[1], normalized_shape, weight);
+    return {dx, at::Tensor(), weight ? dweight : at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+// -----------------------------------------------------------------------------
+// Autograd kernels
+// -----------------------------------------------------------------------------
+
+// The public ops: the statistics only when autograd will want them.
+at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                      const std::optional<at::Tensor>& bias, double eps) {
+  if (records(x, weight, bias)) {
+    return LayerNormFunction::apply(x, normalized_shape, weight, bias, eps)[0];
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<LayerNormInferenceOp>().call(x, normalized_shape, weight, bias, eps);
+}
+
+at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                    double eps) {
+  if (records(x, weight)) {
+    return RmsNormFunction::apply(x, normalized_shape, weight, eps)[0];
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<RmsNormInferenceOp>().call(x, normalized_shape, weight, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias, double eps) {
+  if (records(x, weight, bias)) {
+    return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
+        LayerNormFunction::apply(x, normalized_shape, weight, bias, eps));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps) {
+  if (records(x, weight)) {
+    return from_list<std::tuple<at::Tensor, at::Tensor>>(RmsNormFunction::apply(x, normalized_shape, weight, eps));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
+}
+
+at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+                                double eps) {
+  return no_derivative<LayerNormInferenceOp>(x, normalized_shape, weight, bias, eps);
+}
+
+at::Tensor rms_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                              const std::optional<at::Tensor>& weight, double eps) {
+  return no_derivative<RmsNormInferenceOp>(x, normalized_shape, weight, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
+                                                              const at::Tensor& mean, const at::Tensor& rstd,
+                                                              c10::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight,
+                                                              const std::optional<at::Tensor>& bias) {
+  return no_derivative<LayerNormBwdOp>(dy, x, mean, rstd, normalized_shape, weight, bias);
+}
+
+std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight) {
+  return no_derivative<RmsNormBwdOp>(dy, x, rstd, normalized_shape, weight);
+}
+
+}  // namespace reference_ops::autograd
