@@ -144,14 +144,29 @@ auto no_derivative(const Args&... args) {
   return op<Op>().call(args...);
 }
 
+// The *_bwd op, from a backward. Under create_graph (grad mode on in the backward) through its
+// autograd kernel, which records it, so that a double backward raises kNoDoubleBackward; otherwise
+// straight below autograd (one dispatch less).
+template <class Op, class... Args>
+auto call_bwd(const Args&... args) {
+  if (at::GradMode::is_enabled()) {
+    return op<Op>().call(args...);
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<Op>().call(args...);
+}
+
 // -----------------------------------------------------------------------------
 // The forwards with a backward: *_fwd
 // -----------------------------------------------------------------------------
 
 // The backward needs x, the statistics and the parameters (saved as tensors; an absent parameter as
 // an undefined one) and normalized_shape (saved as ints: x's sizes may be symbolic when traced).
-// mean / rstd are outputs without a gradient; when only they are used, no gradient reaches x.
-struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
+// With kStats (the *_fwd ops) the statistics are outputs too, without a gradient; when only they
+// are used, no gradient reaches x. Without (the public ops) y is the only output: two outputs fewer
+// for autograd to wrap on every call.
+template <bool kStats>
+struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction<kStats>> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
                                double eps) {
@@ -159,9 +174,13 @@ struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
     auto [y, mean, rstd] = op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
     ctx->save_for_backward({x, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
-    ctx->mark_non_differentiable({mean, rstd});
-    ctx->set_materialize_grads(false);  // no zero tensors (and fill kernels) for mean / rstd
-    return {y, mean, rstd};
+    ctx->set_materialize_grads(false);  // no zero tensors (and fill kernels) for unused outputs
+    if constexpr (kStats) {
+      ctx->mark_non_differentiable({mean, rstd});
+      return {y, mean, rstd};
+    } else {
+      return {y};
+    }
   }
 
   // One gradient per forward argument: x, normalized_shape, weight, bias, eps.
@@ -174,24 +193,27 @@ struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
     const std::optional<at::Tensor> weight = defined_or_none(saved[3]);
     const std::optional<at::Tensor> bias = defined_or_none(saved[4]);
     const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
-    // Through the dispatcher with autograd: under create_graph the *_bwd op's own autograd kernel
-    // records it, so a double backward raises kNoDoubleBackward.
     auto [dx, dweight, dbias] =
-        op<LayerNormBwdOp>().call(dy, saved[0], saved[1], saved[2], normalized_shape, weight, bias);
+        call_bwd<LayerNormBwdOp>(dy, saved[0], saved[1], saved[2], normalized_shape, weight, bias);
     return {dx, at::Tensor(), weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor(), at::Tensor()};
   }
 };
 
-struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
+template <bool kStats>
+struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction<kStats>> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, double eps) {
     const at::AutoDispatchBelowADInplaceOrView below;
     auto [y, rstd] = op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
     ctx->save_for_backward({x, rstd, weight.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
-    ctx->mark_non_differentiable({rstd});
     ctx->set_materialize_grads(false);
-    return {y, rstd};
+    if constexpr (kStats) {
+      ctx->mark_non_differentiable({rstd});
+      return {y, rstd};
+    } else {
+      return {y};
+    }
   }
 
   // x, normalized_shape, weight, eps.
@@ -203,7 +225,7 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
     const variable_list saved = ctx->get_saved_variables();
     const std::optional<at::Tensor> weight = defined_or_none(saved[2]);
     const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
-    auto [dx, dweight] = op<RmsNormBwdOp>().call(dy, saved[0], saved[1], normalized_shape, weight);
+    auto [dx, dweight] = call_bwd<RmsNormBwdOp>(dy, saved[0], saved[1], normalized_shape, weight);
     return {dx, at::Tensor(), weight ? dweight : at::Tensor(), at::Tensor()};
   }
 };
@@ -218,7 +240,7 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction> {
 at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                       const std::optional<at::Tensor>& bias, double eps) {
   if (records(x, weight, bias)) {
-    return LayerNormFunction::apply(x, normalized_shape, weight, bias, eps)[0];
+    return LayerNormFunction<false>::apply(x, normalized_shape, weight, bias, eps)[0];
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<LayerNormInferenceOp>().call(x, normalized_shape, weight, bias, eps);
@@ -227,7 +249,7 @@ at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, co
 at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                     double eps) {
   if (records(x, weight)) {
-    return RmsNormFunction::apply(x, normalized_shape, weight, eps)[0];
+    return RmsNormFunction<false>::apply(x, normalized_shape, weight, eps)[0];
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<RmsNormInferenceOp>().call(x, normalized_shape, weight, eps);
@@ -238,7 +260,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& 
                                                               const std::optional<at::Tensor>& bias, double eps) {
   if (records(x, weight, bias)) {
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
-        LayerNormFunction::apply(x, normalized_shape, weight, bias, eps));
+        LayerNormFunction<true>::apply(x, normalized_shape, weight, bias, eps));
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
@@ -247,7 +269,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, double eps) {
   if (records(x, weight)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor>>(RmsNormFunction::apply(x, normalized_shape, weight, eps));
+    return from_list<std::tuple<at::Tensor, at::Tensor>>(
+        RmsNormFunction<true>::apply(x, normalized_shape, weight, eps));
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
