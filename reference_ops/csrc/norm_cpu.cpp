@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "norm.h"
@@ -56,6 +57,22 @@ acc_t blocked_sum(int64_t n, const F& f) {
   return static_cast<acc_t>(total);
 }
 
+// Calls f(has_w, has_b) with std::true_type / std::false_type for whether weight and bias are
+// present: a row loop per case, with no test of the parameters per element (with one, the loop
+// stayed scalar; without, it vectorises).
+template <typename F>
+void with_params(bool has_w, bool has_b, const F& f) {
+  if (has_w && has_b) {
+    f(std::true_type{}, std::true_type{});
+  } else if (has_w) {
+    f(std::true_type{}, std::false_type{});
+  } else if (has_b) {
+    f(std::false_type{}, std::true_type{});
+  } else {
+    f(std::false_type{}, std::false_type{});
+  }
+}
+
 // Fixed number of row chunks whose dweight / dbias partials are added in order.
 constexpr int64_t kBwdChunks = 32;
 
@@ -89,16 +106,18 @@ void norm_fwd_typed(const at::Tensor& x, const at::Tensor& weight, const at::Ten
         rp[row] = r;
       }
       T* yr = yp + row * cols;
-      for (int64_t c = 0; c < cols; ++c) {
-        acc_t v = (static_cast<acc_t>(xr[c]) - m) * r;
-        if (wp != nullptr) {
-          v *= static_cast<acc_t>(wp[c]);
+      with_params(wp != nullptr, bp != nullptr, [&](auto has_w, auto has_b) {
+        for (int64_t c = 0; c < cols; ++c) {
+          acc_t v = (static_cast<acc_t>(xr[c]) - m) * r;
+          if constexpr (decltype(has_w)::value) {
+            v *= static_cast<acc_t>(wp[c]);
+          }
+          if constexpr (decltype(has_b)::value) {
+            v += static_cast<acc_t>(bp[c]);
+          }
+          yr[c] = static_cast<T>(v);
         }
-        if (bp != nullptr) {
-          v += static_cast<acc_t>(bp[c]);
-        }
-        yr[c] = static_cast<T>(v);
-      }
+      });
     }
   });
 }
@@ -120,6 +139,7 @@ void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor&
   const int64_t rows_per_chunk = rows == 0 ? 0 : (rows + chunks - 1) / chunks;
   const bool want_dw = dweight.defined();
   const bool want_db = dbias.defined();
+  TORCH_INTERNAL_ASSERT(want_dw == (wp != nullptr), "norm_bwd: dweight must be given exactly when weight is");
   std::vector<acc_t> dw_part(want_dw ? chunks * cols : 0, acc_t(0));
   std::vector<acc_t> db_part(want_db ? chunks * cols : 0, acc_t(0));
   // Chunks per task: about kGrainElems elements of work each, as in the forward, so a small input
@@ -134,27 +154,35 @@ void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor&
         const T* gr = dyp + row * cols;
         const acc_t m = mp != nullptr ? mp[row] : acc_t(0);
         const acc_t r = rp[row];
-        const auto g_at = [&](int64_t c) {
-          return static_cast<acc_t>(gr[c]) * (wp != nullptr ? static_cast<acc_t>(wp[c]) : acc_t(1));
-        };
-        const acc_t sum_g = blocked_sum<acc_t>(cols, g_at);
-        const acc_t sum_gx =
-            blocked_sum<acc_t>(cols, [&](int64_t c) { return g_at(c) * (static_cast<acc_t>(xr[c]) - m) * r; });
-        const acc_t mean_g = mp != nullptr ? sum_g * inv_cols : acc_t(0);
-        const acc_t mean_gx = sum_gx * inv_cols;
         T* dxr = dxp + row * cols;
-        for (int64_t c = 0; c < cols; ++c) {
-          const acc_t w = wp != nullptr ? static_cast<acc_t>(wp[c]) : acc_t(1);
-          const acc_t d = static_cast<acc_t>(gr[c]);
-          const acc_t xhat = (static_cast<acc_t>(xr[c]) - m) * r;
-          dxr[c] = static_cast<T>(r * (d * w - mean_g - xhat * mean_gx));
-          if (want_dw) {
-            dw_part[chunk * cols + c] += d * xhat;
+        acc_t* dw_row = want_dw ? dw_part.data() + chunk * cols : nullptr;
+        acc_t* db_row = want_db ? db_part.data() + chunk * cols : nullptr;
+        // dweight exists exactly when weight does (norm.cpp): one flag for both.
+        with_params(want_dw, want_db, [&](auto has_w, auto has_b) {
+          const auto g_at = [&](int64_t c) {
+            if constexpr (decltype(has_w)::value) {
+              return static_cast<acc_t>(gr[c]) * static_cast<acc_t>(wp[c]);
+            } else {
+              return static_cast<acc_t>(gr[c]);
+            }
+          };
+          const acc_t sum_g = blocked_sum<acc_t>(cols, g_at);
+          const acc_t sum_gx =
+              blocked_sum<acc_t>(cols, [&](int64_t c) { return g_at(c) * (static_cast<acc_t>(xr[c]) - m) * r; });
+          const acc_t mean_g = mp != nullptr ? sum_g * inv_cols : acc_t(0);
+          const acc_t mean_gx = sum_gx * inv_cols;
+          for (int64_t c = 0; c < cols; ++c) {
+            const acc_t d = static_cast<acc_t>(gr[c]);
+            const acc_t xhat = (static_cast<acc_t>(xr[c]) - m) * r;
+            dxr[c] = static_cast<T>(r * (g_at(c) - mean_g - xhat * mean_gx));
+            if constexpr (decltype(has_w)::value) {
+              dw_row[c] += d * xhat;
+            }
+            if constexpr (decltype(has_b)::value) {
+              db_row[c] += d;
+            }
           }
-          if (want_db) {
-            db_part[chunk * cols + c] += d;
-          }
-        }
+        });
       }
     }
   });
