@@ -144,7 +144,9 @@ def test_normalized_shape_and_eps_forms(op, device):
     w = torch.randn(8, device=device, dtype=torch.float64)
     for shape in (8, [8], (8,), torch.Size([8]), x.shape[-1:]):
         if op == "layer_norm":
-            torch.testing.assert_close(reference_ops.layer_norm(x, shape, w, None, 1), F.layer_norm(x, (8,), w, None, 1))
+            torch.testing.assert_close(
+                reference_ops.layer_norm(x, shape, w, None, 1), F.layer_norm(x, (8,), w, None, 1)
+            )
         else:
             torch.testing.assert_close(reference_ops.rms_norm(x, shape, w), F.rms_norm(x, (8,), w))
     if op == "rms_norm":
