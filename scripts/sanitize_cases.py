@@ -111,6 +111,57 @@ def norm_case(op: str, M: int, N: int, dtype, *, params="affine", offset=True, m
     return run
 
 
+def add_norm_case(op: str, M: int, N: int, dtype, stream_dtype=None, *, offset=True) -> Callable[[], None]:
+    """One forward + backward (gradients at both y and h) and one inference call of the fused
+    residual op add_<op> on M x N inputs; the residual stream in ``stream_dtype`` (default x's)."""
+    stream_dtype = stream_dtype or dtype
+
+    def run() -> None:
+        import reference_ops
+
+        gen = torch.Generator().manual_seed(M * 31 + N)
+        elems = ALIGNED_OFFSET_BYTES // torch.tensor([], dtype=dtype).element_size() if offset else 0
+        x_cpu = random((M, N), dtype, generator=gen)
+        r_cpu = random((M, N), stream_dtype, mean=0.5, std=2.0, generator=gen)
+        dy_cpu, dh_cpu = random((M, N), stream_dtype, generator=gen), random((M, N), stream_dtype, generator=gen)
+        w_cpu = random((N,), stream_dtype, mean=1.0, std=0.5, generator=gen)
+        b_cpu = random((N,), stream_dtype, generator=gen) if op == "layer_norm" else None
+        leaves = [tail_view(t, elems) if t is not None else None for t in (x_cpu, r_cpu, w_cpu, b_cpu)]
+        for t in leaves:
+            if t is not None:
+                t.requires_grad_()
+        dy, dh = tail_view(dy_cpu, elems), tail_view(dh_cpu, elems)
+
+        def call(x, r, w, b):
+            if op == "layer_norm":
+                return reference_ops.add_layer_norm(x, r, (N,), w, b, 1e-5)
+            return reference_ops.add_rms_norm(x, r, (N,), w, 1e-6)
+
+        y, h = call(*leaves)
+        inputs = [t for t in leaves if t is not None]
+        grads = torch.autograd.grad([y, h], inputs, [dy, dh])
+        with torch.no_grad():
+            y_inference, _ = call(*leaves)
+        torch.cuda.synchronize()
+
+        h_ref = (x_cpu.double() + r_cpu.double()).to(stream_dtype).double().requires_grad_()
+        ref_params = [t.double().requires_grad_() for t in (w_cpu, b_cpu) if t is not None]
+        y_ref = (
+            F.layer_norm(h_ref, (N,), *ref_params, 1e-5) if op == "layer_norm" else F.rms_norm(h_ref, (N,), *ref_params, 1e-6)
+        )
+        g_ref = torch.autograd.grad(y_ref, [h_ref, *ref_params], dy_cpu.double())
+        dsum_ref = g_ref[0] + dh_cpu.double()
+        check("h", h.detach(), h_ref.detach(), stream_dtype)
+        check("y", y.detach(), y_ref.detach(), stream_dtype)
+        check("y (inference)", y_inference, y_ref.detach(), stream_dtype)
+        check("dx", grads[0], dsum_ref, dtype)
+        check("dresidual", grads[1], dsum_ref, stream_dtype)
+        for name, g, g_r in zip(("dweight", "dbias"), grads[2:], g_ref[1:]):
+            check(name, g, g_r, torch.float16 if stream_dtype == torch.float32 else stream_dtype)
+
+    return run
+
+
 def reference_ops_cases() -> list[Case]:
     bf16, fp16, fp32, fp64 = torch.bfloat16, torch.float16, torch.float32, torch.float64
     cases = []
@@ -134,6 +185,13 @@ def reference_ops_cases() -> list[Case]:
         add("unaligned pointers", 33, 1024, bf16, misalign=True)
         add("unaligned pointers, odd N", 17, 1001, fp16, misalign=True)
         add("zero rows", 0, 48, fp32)
+        fused = lambda family, *args, **kw: cases.append(Case(f"add_{op}: {family}", add_norm_case(op, *args, **kw)))  # noqa: E731
+        fused("fused residual", 300, 4096, bf16)
+        fused("fused residual, float32 stream", 257, 1024, bf16, fp32)
+        fused("fused residual, narrow rows", 129, 8, fp32)
+        fused("fused residual, float64", 65, 512, fp64)
+        fused("add then norm (odd N)", 33, 1001, fp16)
+        fused("fused residual, zero rows", 0, 64, fp32)
     return cases
 
 

@@ -39,7 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import models  # noqa: E402
 
-IMPLS = ("torch", "ours")
+IMPLS = ("torch", "ours", "fused")
+OURS = ("ours", "fused")
 # Loss agreement: |ours - torch| <= rtol * |torch| at every step. The norms differ only in
 # rounding; under bf16 autocast a rounding difference can flip a bf16 value of the next matmul's
 # input, so the bound is looser there.
@@ -81,12 +82,14 @@ PERTURB = 0.0
 def pair(arch: str, size: str, device: str, dtype=None) -> dict:
     """The torch-norm and ours-norm models, ours loaded from torch's state_dict (the drop-in)."""
     built = {impl: models.build(arch, size, impl, device=device) for impl in IMPLS}
-    built["ours"].load_state_dict(built["torch"].state_dict(), strict=True)
+    for impl in OURS:
+        built[impl].load_state_dict(built["torch"].state_dict(), strict=True)
     if PERTURB:
         with torch.no_grad():
-            for name, p in models.norm_parameters(built["ours"]).items():
-                if name.endswith("weight"):
-                    p.add_(PERTURB)
+            for impl in OURS:
+                for name, p in models.norm_parameters(built[impl]).items():
+                    if name.endswith("weight"):
+                        p.add_(PERTURB)
     if dtype is not None:
         for m in built.values():
             m.to(dtype)
@@ -143,7 +146,7 @@ def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rto
     losses = {impl: [float(v) for v in timed[impl][1]] for impl in IMPLS}
     ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
     rtol = LOSS_RTOL["bf16" if amp else "fp32"] if loss_rtol is None else loss_rtol
-    worst = max(abs(a - b) / abs(b) for a, b in zip(losses["ours"], losses["torch"]))
+    worst = max(abs(a - b) / abs(b) for impl in OURS for a, b in zip(losses[impl], losses["torch"]))
     check = dict(what="loss curve", max_diff=worst, tol=rtol, ok=worst <= rtol)
     return ms, check, losses
 
@@ -162,7 +165,7 @@ def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, 
     tol = LOGITS_RTOL[dtype]
 
     def compare(outs: dict) -> dict:
-        worst = max(rel_diff(a, b) for a, b in zip(outs["ours"], outs["torch"]))
+        worst = max(rel_diff(a, b) for impl in OURS for a, b in zip(outs[impl], outs["torch"]))
         return dict(what="logits", max_diff=worst, tol=tol, ok=worst <= tol)
 
     with torch.no_grad():
@@ -198,13 +201,16 @@ def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, 
 
 
 def print_tables(rows, checks) -> None:
-    print(f"\n{'model':<13} {'phase':<11} {'mode':<8} {'torch ms':>10} {'ours ms':>10} {'ours/torch':>10}  target")
+    print(
+        f"\n{'model':<13} {'phase':<11} {'mode':<8} {'torch ms':>10} {'ours ms':>10} {'ours/torch':>10}"
+        f" {'fused ms':>10} {'fused/torch':>11}  target (ours, fused)"
+    )
     for r in rows:
-        ratio = r["ours_ms"] / r["torch_ms"]
-        target = "met" if ratio <= 1.0 else "missed"
+        ratio = {impl: r[f"{impl}_ms"] / r["torch_ms"] for impl in OURS}
+        target = ", ".join("met" if ratio[impl] <= 1.0 else "missed" for impl in OURS)
         print(
             f"{r['model']:<13} {r['phase']:<11} {r['mode']:<8} {r['torch_ms']:>10.3f} {r['ours_ms']:>10.3f}"
-            f" {ratio:>10.3f}  {target}"
+            f" {ratio['ours']:>10.3f} {r['fused_ms']:>10.3f} {ratio['fused']:>11.3f}  {target}"
         )
     print(f"\n{'model':<13} {'phase':<11} {'mode':<8} {'check':<11} {'max rel diff':>12} {'tolerance':>10}  result")
     for c in checks:
@@ -279,12 +285,13 @@ def main(argv=None) -> int:
                     args.seed,
                     args.loss_rtol,
                 )
-                rows.append(dict(model=model, phase="train", mode=mode, torch_ms=ms["torch"], ours_ms=ms["ours"]))
+                rows.append(dict(model=model, phase="train", mode=mode, **{f"{i}_ms": ms[i] for i in IMPLS}))
                 checks.append(dict(check, model=model, phase="train", mode=mode))
                 curves[f"{model} {mode}"] = losses
                 print(
                     f"{model} train {mode}: loss torch {losses['torch'][0]:.4f} -> {losses['torch'][-1]:.4f}, "
-                    f"ours {losses['ours'][0]:.4f} -> {losses['ours'][-1]:.4f}",
+                    f"ours {losses['ours'][0]:.4f} -> {losses['ours'][-1]:.4f}, "
+                    f"fused {losses['fused'][0]:.4f} -> {losses['fused'][-1]:.4f}",
                     flush=True,
                 )
                 if cuda:
@@ -292,15 +299,15 @@ def main(argv=None) -> int:
                 for phase, ms, check in infer(
                     arch, size, device, infer_dtype, mode == "compile", decode_batches, calls, warmup, args.seed
                 ):
-                    rows.append(dict(model=model, phase=phase, mode=mode, torch_ms=ms["torch"], ours_ms=ms["ours"]))
+                    rows.append(dict(model=model, phase=phase, mode=mode, **{f"{i}_ms": ms[i] for i in IMPLS}))
                     checks.append(dict(check, model=model, phase=phase, mode=mode))
                 if cuda:
                     torch.cuda.empty_cache()
     print_tables(rows, checks)
     failed = [c for c in checks if not c["ok"]]
-    missed = sum(r["ours_ms"] > r["torch_ms"] for r in rows)
+    missed = sum(r[f"{impl}_ms"] > r["torch_ms"] for r in rows for impl in OURS)
     print(
-        f"\ntargets: {len(rows) - missed} met, {missed} missed; agreement: "
+        f"\ntargets (ours and fused per row): {2 * len(rows) - missed} met, {missed} missed; agreement: "
         f"{len(checks) - len(failed)} ok, {len(failed)} disagree"
     )
     if args.json:

@@ -7,7 +7,9 @@ Both use ``F.scaled_dot_product_attention`` (causal) and take an optional KV cac
 Every norm is built by a *norm factory*, called as ``factory(normalized_shape, eps=..., device=...,
 dtype=...)``: ``torch.nn.RMSNorm`` / ``torch.nn.LayerNorm`` or ``reference_ops.RMSNorm`` /
 ``reference_ops.LayerNorm``, which take the same arguments and have the same state_dict keys, so a
-model built with one loads a checkpoint of the other.
+model built with one loads a checkpoint of the other. The "fused" implementation builds
+``reference_ops.AddRMSNorm`` / ``AddLayerNorm`` (same parameters): each block's residual add then
+runs inside the next norm (``y, stream = norm(sublayer_output, stream)``).
 
 Shapes are static for a given call pattern (the cache always has its full length and a boolean
 mask hides the positions not written yet; positions are a tensor), so ``torch.compile`` compiles
@@ -61,14 +63,19 @@ def config(arch: str, size: str) -> Config:
 
 
 def norm_factory(kind: str, impl: str) -> NormFactory:
-    """``kind``: "rms" or "layer"; ``impl``: "torch" (torch.nn) or "ours" (reference_ops)."""
+    """``kind``: "rms" or "layer"; ``impl``: "torch" (torch.nn), "ours" (reference_ops) or "fused"
+    (reference_ops' fused residual add + norm)."""
     if impl == "torch":
         return {"rms": nn.RMSNorm, "layer": nn.LayerNorm}[kind]
     if impl == "ours":
         import reference_ops
 
         return {"rms": reference_ops.RMSNorm, "layer": reference_ops.LayerNorm}[kind]
-    raise ValueError(f"unknown norm implementation {impl!r}: torch or ours")
+    if impl == "fused":
+        import reference_ops
+
+        return {"rms": reference_ops.AddRMSNorm, "layer": reference_ops.AddLayerNorm}[kind]
+    raise ValueError(f"unknown norm implementation {impl!r}: torch, ours or fused")
 
 
 def norm_kind(arch: str) -> str:
@@ -168,6 +175,13 @@ class Block(nn.Module):
         x = x + self.attn(self.attn_norm(x), positions, rot, cache)
         return x + self.mlp(self.mlp_norm(x))
 
+    def forward_fused(self, delta, stream, positions, rot, cache):
+        """The same block with fused residual norms: the block's input is stream + delta (stream
+        None: delta alone); returns the MLP's output and the stream it is to be added to."""
+        y, stream = self.attn_norm(delta, stream)
+        y, stream = self.mlp_norm(self.attn(y, positions, rot, cache), stream)
+        return self.mlp(y), stream
+
 
 class Decoder(nn.Module):
     """Token ids (batch, T) -> logits (batch, T, vocab)."""
@@ -183,6 +197,8 @@ class Decoder(nn.Module):
             self.blocks = nn.ModuleList(Block(cfg, norm, factory) for _ in range(cfg.n_layers))
             self.final_norm = norm(cfg.d_model, eps=cfg.eps, **factory)
             self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
+        # Norms that take (x, residual) and return (norm(x + residual), x + residual).
+        self.fused = getattr(norm, "fused_residual", False)
         self.reset_parameters()
         if dtype is not None:
             self.to(dtype)
@@ -205,6 +221,11 @@ class Decoder(nn.Module):
         if self.pos_embed is not None:
             x = x + self.pos_embed(positions)
         rot = rotary(positions, self.cfg.head_dim) if self.cfg.arch == "llama" else None
+        if self.fused:
+            stream = None
+            for i, block in enumerate(self.blocks):
+                x, stream = block.forward_fused(x, stream, positions, rot, None if cache is None else cache.layers[i])
+            return self.head(self.final_norm(x, stream)[0])
         for i, block in enumerate(self.blocks):
             x = block(x, positions, rot, None if cache is None else cache.layers[i])
         return self.head(self.final_norm(x))

@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -150,6 +151,58 @@ FwdOutputs norm_fwd(const char* op, const at::Tensor& x, c10::IntArrayRef normal
   return out;
 }
 
+
+// The fused residual ops: x and residual of one shape and device; h (and y) have the residual's
+// dtype, which is x's, or float32 beside a float16 / bfloat16 x (a float32 residual stream). The
+// parameters are checked against the residual (they multiply h).
+NormShape check_add_norm_args(const char* op, const at::Tensor& x, const at::Tensor& residual,
+                              c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                              const std::optional<at::Tensor>& bias) {
+  TORCH_CHECK(residual.device() == x.device(), op, ": residual is on ", residual.device(), " but x is on ", x.device(),
+              "; move both to one device");
+  TORCH_CHECK(residual.sizes() == x.sizes(), op, ": residual must have x's shape ", x.sizes(), ", got ",
+              residual.sizes(), " (broadcasting is not supported: expand and make it contiguous first)");
+  const c10::ScalarType xt = x.scalar_type();
+  const c10::ScalarType rt = residual.scalar_type();
+  const bool stream32 = rt == at::kFloat && (xt == at::kHalf || xt == at::kBFloat16);
+  TORCH_CHECK(rt == xt || stream32, op, ": residual has dtype ", rt, " but x has dtype ", xt,
+              "; residual must have x's dtype, or float32 when x is float16/bfloat16 (a float32 residual stream)");
+  return check_norm_args(op, residual, normalized_shape, weight, bias);
+}
+
+struct AddNormOutputs {
+  at::Tensor y;
+  at::Tensor h;
+  at::Tensor mean;
+  at::Tensor rstd;
+};
+
+// Checks, allocates h and y (and, with `stats`, rstd and LayerNorm's mean), and runs the fused
+// kernel, or, for a call it does not take (and on the CPU), the add and then the norm.
+AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tensor& residual,
+                            c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                            const std::optional<at::Tensor>& bias, double eps, bool rms, bool stats) {
+  const NormShape shape = check_add_norm_args(op, x, residual, normalized_shape, weight, bias);
+  const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
+  const at::Tensor xc = x.contiguous();
+  const at::Tensor rc = residual.contiguous();
+  AddNormOutputs out{at::empty_like(rc), at::empty_like(rc), at::Tensor(), at::Tensor()};
+  if (stats) {
+    const auto stat_opts = rc.options().dtype(stat_dtype(rc.scalar_type()));
+    out.rstd = at::empty(stat_shape(rc, normalized_shape), stat_opts);
+    if (!rms) {
+      out.mean = at::empty(stat_shape(rc, normalized_shape), stat_opts);
+    }
+  }
+  const at::Tensor w = contiguous_or_undefined(weight);
+  const at::Tensor b = contiguous_or_undefined(bias);
+  if (x.is_cuda() && cuda::add_norm_fwd(xc, rc, w, b, out.h, out.y, out.mean, out.rstd, shape, eps, rms)) {
+    return out;
+  }
+  at::add_out(out.h, rc, xc);
+  run_norm_fwd(out.h, w, b, out.y, out.mean, out.rstd, shape, eps, rms);
+  return out;
+}
 }  // namespace
 
 // -----------------------------------------------------------------------------
@@ -214,6 +267,76 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
   run_norm_bwd(dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
                dbias, shape);
   return {dx, defined_or_empty(dweight, x)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
+    const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  AddNormOutputs out = add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, false, true);
+  return {out.y, out.h, out.mean, out.rstd};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
+                                                                c10::IntArrayRef normalized_shape,
+                                                                const std::optional<at::Tensor>& weight, double eps) {
+  AddNormOutputs out = add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, true, true);
+  return {out.y, out.h, out.rstd};
+}
+
+std::tuple<at::Tensor, at::Tensor> add_layer_norm_inference(const at::Tensor& x, const at::Tensor& residual,
+                                                            c10::IntArrayRef normalized_shape,
+                                                            const std::optional<at::Tensor>& weight,
+                                                            const std::optional<at::Tensor>& bias, double eps) {
+  AddNormOutputs out = add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, false, false);
+  return {out.y, out.h};
+}
+
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_inference(const at::Tensor& x, const at::Tensor& residual,
+                                                          c10::IntArrayRef normalized_shape,
+                                                          const std::optional<at::Tensor>& weight, double eps) {
+  AddNormOutputs out =
+      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, true, false);
+  return {out.y, out.h};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
+    const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
+    const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype) {
+  const NormShape shape = check_norm_bwd_args("add_norm_bwd", dy, h, rstd, normalized_shape, weight, bias);
+  const c10::ScalarType ht = h.scalar_type();
+  TORCH_CHECK(x_dtype == ht || (ht == at::kFloat && (x_dtype == at::kHalf || x_dtype == at::kBFloat16)),
+              "add_norm_bwd: x_dtype ", x_dtype, " does not go with h of dtype ", ht,
+              "; pass the dtype of the x given to add_layer_norm / add_rms_norm");
+  TORCH_CHECK(!dh.has_value() || (dh->sizes() == h.sizes() && dh->scalar_type() == ht && dh->device() == h.device()),
+              "add_norm_bwd: dh (the gradient of h) must match h in shape, dtype and device; got ", dh->sizes(), " ",
+              dh->scalar_type(), " on ", dh->device(), " for h ", h.sizes(), " ", ht, " on ", h.device());
+  TORCH_CHECK(!mean.has_value() || (mean->sizes() == rstd.sizes() && mean->scalar_type() == rstd.scalar_type() &&
+                                    mean->device() == rstd.device()),
+              "add_norm_bwd: mean must match rstd in shape, dtype and device (pass the mean and rstd returned by "
+              "add_layer_norm_fwd)");
+  const c10::DeviceGuard guard(h.device());  // checked above: every tensor is on h's device
+  const at::Tensor hc = h.contiguous();
+  const at::Tensor dyc = dy.contiguous();
+  const at::Tensor dhc = contiguous_or_undefined(dh);
+  const at::Tensor meanc = contiguous_or_undefined(mean);
+  const at::Tensor rstdc = rstd.contiguous();
+  const at::Tensor w = contiguous_or_undefined(weight);
+  at::Tensor dsum = at::empty_like(hc);
+  at::Tensor dx = x_dtype != ht ? at::empty(hc.sizes(), hc.options().dtype(x_dtype)) : at::Tensor();
+  at::Tensor dweight = grad_like(weight);
+  at::Tensor dbias = grad_like(bias);
+  const bool rms = !meanc.defined();
+  if (!(h.is_cuda() && cuda::add_norm_bwd(dyc, dhc, hc, meanc, rstdc, w, dsum, dx, dweight, dbias, shape, rms))) {
+    run_norm_bwd(dyc, hc, meanc, rstdc, w, dsum, dweight, dbias, shape);
+    if (dhc.defined()) {
+      dsum.add_(dhc);
+    }
+    if (dx.defined()) {
+      dx.copy_(dsum);
+    }
+  }
+  return {dsum, defined_or_empty(dx, h), defined_or_empty(dweight, h), defined_or_empty(dbias, h)};
 }
 
 }  // namespace reference_ops

@@ -36,6 +36,28 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight);
 
+// Fused residual ops: h = x + residual, y = norm(h), in the residual's dtype (x has it too, or is
+// float16 / bfloat16 beside a float32 residual). The backward returns the gradient of h (which
+// both x and residual receive), x's in x_dtype when that differs from h's (empty otherwise), and
+// dweight / dbias (empty when absent); mean is absent for RMSNorm.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
+    const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
+                                                                c10::IntArrayRef normalized_shape,
+                                                                const std::optional<at::Tensor>& weight, double eps);
+std::tuple<at::Tensor, at::Tensor> add_layer_norm_inference(const at::Tensor& x, const at::Tensor& residual,
+                                                            c10::IntArrayRef normalized_shape,
+                                                            const std::optional<at::Tensor>& weight,
+                                                            const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor> add_rms_norm_inference(const at::Tensor& x, const at::Tensor& residual,
+                                                          c10::IntArrayRef normalized_shape,
+                                                          const std::optional<at::Tensor>& weight, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
+    const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
+    const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype);
+
 // Autograd kernels (norm_autograd.cpp), registered to the Autograd key of the ops: they decide in
 // C++ whether autograd records the call, and call the ops above through the dispatcher below
 // autograd. layer_norm / rms_norm run *_fwd and keep its statistics when a gradient is wanted (grad
@@ -65,6 +87,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight);
+std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& residual,
+                                                  c10::IntArrayRef normalized_shape,
+                                                  const std::optional<at::Tensor>& weight,
+                                                  const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
+    const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
+                                                                c10::IntArrayRef normalized_shape,
+                                                                const std::optional<at::Tensor>& weight, double eps);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
+    const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
+    const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype);
 }  // namespace autograd
 
 // Shape of one normalisation problem: `rows` independent rows of `cols` contiguous elements.
@@ -88,6 +127,14 @@ void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& b
               at::Tensor& rstd, NormShape shape, double eps, bool rms);
 void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
               const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape);
+// The fused residual kernels (add_norm.cu); false, with nothing written, for a call they do not take
+// (the caller then adds, and runs norm_fwd / norm_bwd).
+bool add_norm_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& bias,
+                  at::Tensor& h, at::Tensor& y, at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps,
+                  bool rms);
+bool add_norm_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h, const at::Tensor& mean,
+                  const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dsum, at::Tensor& dx,
+                  at::Tensor& dweight, at::Tensor& dbias, NormShape shape, bool rms);
 }  // namespace cuda
 
 // Calls f(T{}, W{}) for x's dtype T and the parameter dtype W: W = float for float16 / bfloat16 x

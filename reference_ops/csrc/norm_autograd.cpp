@@ -69,6 +69,29 @@ struct RmsNormBwdOp {
   static constexpr const char* kNoDerivative = kNoDoubleBackward;
 };
 
+// The fused residual ops. Below autograd the public ops are their inference kernels.
+struct AddLayerNormOp {
+  static constexpr const char* kName = "reference_ops::add_layer_norm";
+  using Sig = decltype(reference_ops::add_layer_norm_inference);
+};
+struct AddRmsNormOp {
+  static constexpr const char* kName = "reference_ops::add_rms_norm";
+  using Sig = decltype(reference_ops::add_rms_norm_inference);
+};
+struct AddLayerNormFwdOp {
+  static constexpr const char* kName = "reference_ops::add_layer_norm_fwd";
+  using Sig = decltype(reference_ops::add_layer_norm_fwd);
+};
+struct AddRmsNormFwdOp {
+  static constexpr const char* kName = "reference_ops::add_rms_norm_fwd";
+  using Sig = decltype(reference_ops::add_rms_norm_fwd);
+};
+struct AddNormBwdOp {
+  static constexpr const char* kName = "reference_ops::add_norm_bwd";
+  using Sig = decltype(reference_ops::add_norm_bwd);
+  static constexpr const char* kNoDerivative = kNoDoubleBackward;
+};
+
 // The op's dispatcher handle, looked up once.
 template <class Op>
 const c10::TypedOperatorHandle<typename Op::Sig>& op() {
@@ -110,8 +133,10 @@ Result from_list(const variable_list& v) {
     return v[0];
   } else if constexpr (std::tuple_size_v<Result> == 2) {
     return {v[0], v[1]};
-  } else {
+  } else if constexpr (std::tuple_size_v<Result> == 3) {
     return {v[0], v[1], v[2]};
+  } else {
+    return {v[0], v[1], v[2], v[3]};
   }
 }
 
@@ -230,6 +255,94 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction<kStats
   }
 };
 
+// -----------------------------------------------------------------------------
+// The fused residual ops: (y, h) = (norm(x + residual), x + residual)
+// -----------------------------------------------------------------------------
+
+// The gradients of x, residual, weight and bias from those of y (dy) and h (dh), either of which
+// may be absent (an output not used). x and residual both receive the gradient of h; x's in its
+// own dtype when that is narrower.
+struct AddNormGrads {
+  at::Tensor dx;
+  at::Tensor dresidual;
+  at::Tensor dweight;
+  at::Tensor dbias;
+};
+
+AddNormGrads add_norm_grads(const at::Tensor& dy, const at::Tensor& dh, const variable_list& saved,
+                            const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& weight,
+                            const std::optional<at::Tensor>& bias, AutogradContext* ctx) {
+  const auto x_dtype = ctx->saved_data["x_dtype"].toScalarType();
+  const at::Tensor& h = saved[0];
+  if (!dy.defined()) {
+    return {dh.defined() ? dh.to(x_dtype) : at::Tensor(), dh, at::Tensor(), at::Tensor()};
+  }
+  const at::Tensor& rstd = saved[mean ? 2 : 1];
+  const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
+  auto [dsum, dx, dweight, dbias] =
+      call_bwd<AddNormBwdOp>(dy, defined_or_none(dh), h, mean, rstd, normalized_shape, weight, bias, x_dtype);
+  return {x_dtype == h.scalar_type() ? dsum : dx, dsum, weight ? dweight : at::Tensor(),
+          bias ? dbias : at::Tensor()};
+}
+
+// Saves h, the statistics and the parameters; kStats as for LayerNormFunction.
+template <bool kStats>
+struct AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunction<kStats>> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
+                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                               const std::optional<at::Tensor>& bias, double eps) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    auto [y, h, mean, rstd] = op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
+    ctx->save_for_backward({h, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
+    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
+    ctx->saved_data["x_dtype"] = x.scalar_type();
+    ctx->set_materialize_grads(false);
+    if constexpr (kStats) {
+      ctx->mark_non_differentiable({mean, rstd});
+      return {y, h, mean, rstd};
+    } else {
+      return {y, h};
+    }
+  }
+
+  // x, residual, normalized_shape, weight, bias, eps.
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const std::optional<at::Tensor> weight = defined_or_none(saved[3]);
+    const std::optional<at::Tensor> bias = defined_or_none(saved[4]);
+    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved, saved[1], weight, bias, ctx);
+    return {g.dx, g.dresidual, at::Tensor(), g.dweight, g.dbias, at::Tensor()};
+  }
+};
+
+template <bool kStats>
+struct AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction<kStats>> {
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
+                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                               double eps) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    auto [y, h, rstd] = op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
+    ctx->save_for_backward({h, rstd, weight.value_or(at::Tensor())});
+    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
+    ctx->saved_data["x_dtype"] = x.scalar_type();
+    ctx->set_materialize_grads(false);
+    if constexpr (kStats) {
+      ctx->mark_non_differentiable({rstd});
+      return {y, h, rstd};
+    } else {
+      return {y, h};
+    }
+  }
+
+  // x, residual, normalized_shape, weight, eps.
+  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
+    const variable_list saved = ctx->get_saved_variables();
+    const std::optional<at::Tensor> weight = defined_or_none(saved[2]);
+    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved, std::nullopt, weight, std::nullopt, ctx);
+    return {g.dx, g.dresidual, at::Tensor(), g.dweight, at::Tensor()};
+  }
+};
+
 }  // namespace
 
 // -----------------------------------------------------------------------------
@@ -299,6 +412,58 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight) {
   return no_derivative<RmsNormBwdOp>(dy, x, rstd, normalized_shape, weight);
+}
+
+std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& residual,
+                                                  c10::IntArrayRef normalized_shape,
+                                                  const std::optional<at::Tensor>& weight,
+                                                  const std::optional<at::Tensor>& bias, double eps) {
+  if (records(x, residual, weight, bias)) {
+    return from_list<std::tuple<at::Tensor, at::Tensor>>(
+        AddLayerNormFunction<false>::apply(x, residual, normalized_shape, weight, bias, eps));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<AddLayerNormOp>().call(x, residual, normalized_shape, weight, bias, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
+                                                c10::IntArrayRef normalized_shape,
+                                                const std::optional<at::Tensor>& weight, double eps) {
+  if (records(x, residual, weight)) {
+    return from_list<std::tuple<at::Tensor, at::Tensor>>(
+        AddRmsNormFunction<false>::apply(x, residual, normalized_shape, weight, eps));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<AddRmsNormOp>().call(x, residual, normalized_shape, weight, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
+    const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  if (records(x, residual, weight, bias)) {
+    return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>>(
+        AddLayerNormFunction<true>::apply(x, residual, normalized_shape, weight, bias, eps));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
+                                                                c10::IntArrayRef normalized_shape,
+                                                                const std::optional<at::Tensor>& weight, double eps) {
+  if (records(x, residual, weight)) {
+    return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
+        AddRmsNormFunction<true>::apply(x, residual, normalized_shape, weight, eps));
+  }
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
+    const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
+    const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype) {
+  return no_derivative<AddNormBwdOp>(dy, dh, h, mean, rstd, normalized_shape, weight, bias, x_dtype);
 }
 
 }  // namespace reference_ops::autograd

@@ -32,12 +32,30 @@ TORCH_LIBRARY(reference_ops, m) {
   m.def("layer_norm_inference(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> Tensor");
   m.def("rms_norm_inference(Tensor x, int[] normalized_shape, Tensor? weight, float eps) -> Tensor");
   m.def("rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, int[] normalized_shape, Tensor? weight) -> (Tensor, Tensor)");
+  // Fused residual add: (y, h) with h = x + residual and y = norm(h), both in the residual's dtype.
+  m.def(
+      "add_layer_norm(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> "
+      "(Tensor, Tensor)");
+  m.def(
+      "add_rms_norm(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, "
+      "Tensor)");
+  m.def(
+      "add_layer_norm_fwd(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, Tensor? bias, float "
+      "eps) -> (Tensor, Tensor, Tensor, Tensor)");
+  m.def(
+      "add_rms_norm_fwd(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, "
+      "Tensor, Tensor)");
+  m.def(
+      "add_norm_bwd(Tensor dy, Tensor? dh, Tensor h, Tensor? mean, Tensor rstd, int[] normalized_shape, Tensor? "
+      "weight, Tensor? bias, ScalarType x_dtype) -> (Tensor, Tensor, Tensor, Tensor)");
 }
+
+namespace {
 
 // One checked entry point per op serves both backends: it routes by x's device. Below autograd
 // (inference mode, or called from an autograd kernel) the public ops have no gradient to prepare
 // for: they are the inference ops.
-TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
+void register_kernels(torch::Library& m) {
   m.impl("layer_norm", &reference_ops::layer_norm_inference);
   m.impl("rms_norm", &reference_ops::rms_norm_inference);
   m.impl("layer_norm_fwd", &reference_ops::layer_norm_fwd);
@@ -46,18 +64,18 @@ TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) {
   m.impl("layer_norm_inference", &reference_ops::layer_norm_inference);
   m.impl("rms_norm_inference", &reference_ops::rms_norm_inference);
   m.impl("rms_norm_bwd", &reference_ops::rms_norm_bwd);
+  m.impl("add_layer_norm", &reference_ops::add_layer_norm_inference);
+  m.impl("add_rms_norm", &reference_ops::add_rms_norm_inference);
+  m.impl("add_layer_norm_fwd", &reference_ops::add_layer_norm_fwd);
+  m.impl("add_rms_norm_fwd", &reference_ops::add_rms_norm_fwd);
+  m.impl("add_norm_bwd", &reference_ops::add_norm_bwd);
 }
 
-TORCH_LIBRARY_IMPL(reference_ops, CPU, m) {
-  m.impl("layer_norm", &reference_ops::layer_norm_inference);
-  m.impl("rms_norm", &reference_ops::rms_norm_inference);
-  m.impl("layer_norm_fwd", &reference_ops::layer_norm_fwd);
-  m.impl("layer_norm_bwd", &reference_ops::layer_norm_bwd);
-  m.impl("rms_norm_fwd", &reference_ops::rms_norm_fwd);
-  m.impl("layer_norm_inference", &reference_ops::layer_norm_inference);
-  m.impl("rms_norm_inference", &reference_ops::rms_norm_inference);
-  m.impl("rms_norm_bwd", &reference_ops::rms_norm_bwd);
-}
+}  // namespace
+
+TORCH_LIBRARY_IMPL(reference_ops, CUDA, m) { register_kernels(m); }
+
+TORCH_LIBRARY_IMPL(reference_ops, CPU, m) { register_kernels(m); }
 
 // Autograd of every op, in C++: whether a call is recorded, the forward's saved tensors and the
 // backward's call of *_bwd. For both devices (the Autograd alias key covers AutogradCPU and
@@ -71,4 +89,9 @@ TORCH_LIBRARY_IMPL(reference_ops, Autograd, m) {
   m.impl("layer_norm_inference", &reference_ops::autograd::layer_norm_inference);
   m.impl("rms_norm_inference", &reference_ops::autograd::rms_norm_inference);
   m.impl("rms_norm_bwd", &reference_ops::autograd::rms_norm_bwd);
+  m.impl("add_layer_norm", &reference_ops::autograd::add_layer_norm);
+  m.impl("add_rms_norm", &reference_ops::autograd::add_rms_norm);
+  m.impl("add_layer_norm_fwd", &reference_ops::autograd::add_layer_norm_fwd);
+  m.impl("add_rms_norm_fwd", &reference_ops::autograd::add_rms_norm_fwd);
+  m.impl("add_norm_bwd", &reference_ops::autograd::add_norm_bwd);
 }

@@ -3,12 +3,22 @@
     import reference_ops
     y = reference_ops.layer_norm(x, (hidden,), weight, bias)
     norm = reference_ops.RMSNorm(hidden, device="cuda", dtype=torch.bfloat16)
+    y, h = reference_ops.add_rms_norm(x, residual, (hidden,), weight)  # h = x + residual
 """
 
 import torch  # noqa: F401  (loads libtorch, which _C links against)
 
 from . import _C  # noqa: F401  (loads the library: registers the reference_ops:: ops)
-from .modules import LayerNorm, RMSNorm
-from .ops import layer_norm, rms_norm
+from .modules import AddLayerNorm, AddRMSNorm, LayerNorm, RMSNorm
+from .ops import add_layer_norm, add_rms_norm, layer_norm, rms_norm
 
-__all__ = ["layer_norm", "rms_norm", "LayerNorm", "RMSNorm"]
+__all__ = [
+    "add_layer_norm",
+    "add_rms_norm",
+    "layer_norm",
+    "rms_norm",
+    "AddLayerNorm",
+    "AddRMSNorm",
+    "LayerNorm",
+    "RMSNorm",
+]

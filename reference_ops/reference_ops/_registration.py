@@ -76,3 +76,34 @@ def _rms_norm_inference_fake(x, normalized_shape, weight, eps):
 def _rms_norm_bwd_fake(dy, x, rstd, normalized_shape, weight):
     dx = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     return dx, _grad_like(weight, x)
+
+
+# The fused residual ops: h and y have the residual's dtype.
+@torch.library.register_fake("reference_ops::add_layer_norm")
+def _add_layer_norm_fake(x, residual, normalized_shape, weight, bias, eps):
+    return torch.empty_like(residual), torch.empty_like(residual)
+
+
+@torch.library.register_fake("reference_ops::add_rms_norm")
+def _add_rms_norm_fake(x, residual, normalized_shape, weight, eps):
+    return torch.empty_like(residual), torch.empty_like(residual)
+
+
+@torch.library.register_fake("reference_ops::add_layer_norm_fwd")
+def _add_layer_norm_fwd_fake(x, residual, normalized_shape, weight, bias, eps):
+    stats = _stat_shape(residual, normalized_shape)
+    mean = residual.new_empty(stats, dtype=_stat_dtype(residual.dtype))
+    return torch.empty_like(residual), torch.empty_like(residual), mean, torch.empty_like(mean)
+
+
+@torch.library.register_fake("reference_ops::add_rms_norm_fwd")
+def _add_rms_norm_fwd_fake(x, residual, normalized_shape, weight, eps):
+    rstd = residual.new_empty(_stat_shape(residual, normalized_shape), dtype=_stat_dtype(residual.dtype))
+    return torch.empty_like(residual), torch.empty_like(residual), rstd
+
+
+@torch.library.register_fake("reference_ops::add_norm_bwd")
+def _add_norm_bwd_fake(dy, dh, h, mean, rstd, normalized_shape, weight, bias, x_dtype):
+    dsum = torch.empty(h.shape, dtype=h.dtype, device=h.device)
+    dx = h.new_empty(h.shape if x_dtype != h.dtype else (0,), dtype=x_dtype)
+    return dsum, dx, _grad_like(weight, h), _grad_like(bias, h)

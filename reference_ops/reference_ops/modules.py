@@ -12,9 +12,9 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from .ops import _DEFAULT_EPS, _layer_norm_op, _rms_norm_op
+from .ops import _DEFAULT_EPS, _add_layer_norm_op, _add_rms_norm_op, _layer_norm_op, _rms_norm_op
 
-__all__ = ["LayerNorm", "RMSNorm"]
+__all__ = ["AddLayerNorm", "AddRMSNorm", "LayerNorm", "RMSNorm"]
 
 _ShapeT = int | list[int] | tuple[int, ...] | torch.Size
 
@@ -110,3 +110,35 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+
+
+class AddLayerNorm(LayerNorm):
+    """The residual add and :class:`LayerNorm` of a pre-norm block, fused: ``forward(x, residual)``
+    returns ``(layer_norm(x + residual), x + residual)`` (``reference_ops.add_layer_norm``);
+    ``forward(x)`` returns ``(layer_norm(x), x)`` (a model's first block, with no residual yet).
+
+    Parameters and state_dict as :class:`torch.nn.LayerNorm`, so a block's norm is swapped without
+    touching its checkpoint.
+    """
+
+    fused_residual = True
+
+    def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+        if residual is None:  # the first block: nothing to add yet
+            return _layer_norm_op(x, self.normalized_shape, self.weight, self.bias, self.eps), x
+        return _add_layer_norm_op(x, residual, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+class AddRMSNorm(RMSNorm):
+    """The residual add and :class:`RMSNorm` of a pre-norm block, fused: ``forward(x, residual)``
+    returns ``(rms_norm(x + residual), x + residual)`` (``reference_ops.add_rms_norm``)."""
+
+    fused_residual = True
+
+    def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:  # type: ignore[override]
+        if residual is None:  # the first block: nothing to add yet
+            return super().forward(x), x
+        eps = self.eps
+        if eps is None:
+            eps = _DEFAULT_EPS.get(residual.dtype, 0.0)
+        return _add_rms_norm_op(x, residual, self.normalized_shape, self.weight, eps)

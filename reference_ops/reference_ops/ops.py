@@ -15,13 +15,15 @@ from torch import Tensor
 
 from . import _registration  # noqa: F401  (the fake kernels, for torch.compile)
 
-__all__ = ["layer_norm", "rms_norm"]
+__all__ = ["add_layer_norm", "add_rms_norm", "layer_norm", "rms_norm"]
 
 _ShapeLike = int | Sequence[int] | torch.Size
 
 # The ops' overloads, looked up once; calling them is the whole per-call cost of the functions.
 _layer_norm_op = torch.ops.reference_ops.layer_norm.default
 _rms_norm_op = torch.ops.reference_ops.rms_norm.default
+_add_layer_norm_op = torch.ops.reference_ops.add_layer_norm.default
+_add_rms_norm_op = torch.ops.reference_ops.add_rms_norm.default
 
 # rms_norm's eps=None: torch.finfo(dtype).eps, looked up in a dict (torch.finfo builds an object per
 # call). Other dtypes get 0.0 here and the op's clear dtype error.
@@ -64,3 +66,41 @@ def rms_norm(
     if eps is None:
         eps = _DEFAULT_EPS.get(x.dtype, 0.0)
     return _rms_norm_op(x, normalized_shape, weight, eps)
+
+
+def add_layer_norm(
+    x: Tensor,
+    residual: Tensor,
+    normalized_shape: _ShapeLike,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor]:
+    """``h = x + residual`` and ``y = layer_norm(h)`` in one pass; returns ``(y, h)``.
+
+    The pre-norm transformer block's step: ``h`` is the new residual stream, ``y`` the next
+    sublayer's input. ``residual`` has ``x``'s shape and dtype, or float32 when ``x`` is
+    float16 / bfloat16 (a float32 residual stream, as under autocast); ``h`` and ``y`` have the
+    residual's dtype. ``weight`` / ``bias`` as for :func:`layer_norm`, against the residual's dtype.
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    return _add_layer_norm_op(x, residual, normalized_shape, weight, bias, eps)
+
+
+def add_rms_norm(
+    x: Tensor,
+    residual: Tensor,
+    normalized_shape: _ShapeLike,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    """``h = x + residual`` and ``y = rms_norm(h)`` in one pass; returns ``(y, h)``.
+
+    As :func:`add_layer_norm`; ``eps=None`` means ``torch.finfo(residual.dtype).eps``.
+    """
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    if eps is None:
+        eps = _DEFAULT_EPS.get(residual.dtype, 0.0)
+    return _add_rms_norm_op(x, residual, normalized_shape, weight, eps)

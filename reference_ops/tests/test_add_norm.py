@@ -1,0 +1,320 @@
+"""The fused residual ops add_layer_norm / add_rms_norm: (y, h) = (norm(x + residual), x + residual).
+
+Checked against a float64 reference computed from the h the op returns (h itself must equal
+torch's x + residual bit for bit), forward and backward (gradients of x, residual, weight and bias
+from gradients arriving at y and at h), for every dtype pair (x's dtype, or a float32 residual
+stream beside a 16-bit x), on shapes the fused CUDA kernels take and on shapes they hand back to
+the add + norm path; then autograd's plumbing (which ops run, unused outputs), gradcheck, opcheck,
+torch.compile, autocast, the modules and the errors. CPU always; CUDA where a GPU is present.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from test_norm import assert_close
+
+import reference_ops
+
+HAS_CUDA = torch.cuda.is_available()
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
+OPS = ["layer_norm", "rms_norm"]
+ops = torch.ops.reference_ops
+
+# (x dtype, residual dtype): the residual's dtype is x's, or float32 beside a 16-bit x.
+DTYPE_PAIRS = [
+    (torch.float32, torch.float32),
+    (torch.bfloat16, torch.bfloat16),
+    (torch.float16, torch.float16),
+    (torch.float64, torch.float64),
+    (torch.bfloat16, torch.float32),
+    (torch.float16, torch.float32),
+]
+PAIR_IDS = [f"{str(a)[6:]}+{str(b)[6:]}" for a, b in DTYPE_PAIRS]
+# Widths the fused kernels take (multiples of the pack, up to their registers), and ones they hand
+# back: not a multiple of any pack, and wider than 1024 threads x 16 floats.
+FUSED_N = [8, 512, 1024, 4096]
+FALLBACK_N = [1001, 32768]
+
+
+def make(op, M, N, x_dtype, r_dtype, device, params="affine", seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(M, N, generator=g).to(device=device, dtype=x_dtype)
+    r = (torch.randn(M, N, generator=g) * 2 + 0.5).to(device=device, dtype=r_dtype)
+    p_dtype = r_dtype if params != "float32" else torch.float32
+    w = (torch.randn(N, generator=g) * 0.5 + 1).to(device=device, dtype=p_dtype) if params != "none" else None
+    b = torch.randn(N, generator=g).to(device=device, dtype=p_dtype) if params != "none" and op == "layer_norm" else None
+    return x, r, w, b
+
+
+def ours(op, x, r, N, w, b, eps=1e-5):
+    if op == "layer_norm":
+        return reference_ops.add_layer_norm(x, r, (N,), w, b, eps)
+    return reference_ops.add_rms_norm(x, r, (N,), w, eps)
+
+
+def norm64(op, h, N, w, b, eps=1e-5):
+    w = None if w is None else w.double()
+    b = None if b is None else b.double()
+    if op == "layer_norm":
+        return F.layer_norm(h, (N,), w, b, eps)
+    return F.rms_norm(h, (N,), w, eps)
+
+
+def fused_kernels_ran(fn):
+    """Names of the fused residual kernels a CUDA call launched."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {e.name.split("<")[0].split("::")[-1] for e in prof.events() if "add_norm_" in e.name}
+
+
+# -----------------------------------------------------------------------------
+# Forward and backward against float64
+# -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("pair", DTYPE_PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("N", FUSED_N + FALLBACK_N)
+@pytest.mark.parametrize("op", OPS)
+def test_matches_float64_reference(op, N, pair, device):
+    x_dtype, r_dtype = pair
+    M = 37 if N <= 4096 else 3
+    params = "float32" if r_dtype in (torch.float16, torch.bfloat16) and N == 512 else "affine"
+    x, r, w, b = make(op, M, N, x_dtype, r_dtype, device, params=params, seed=N)
+    for t in (x, r, w, b):
+        if t is not None:
+            t.requires_grad_(True)
+    y, h = ours(op, x, r, N, w, b)
+    assert h.dtype == r_dtype and y.dtype == r_dtype
+    # h is the residual stream: exactly torch's sum.
+    assert torch.equal(h, x.detach() + r.detach())
+    # y against float64 from that h.
+    h64 = h.detach().double().requires_grad_(True)
+    w64 = None if w is None else w.detach().double().requires_grad_(True)
+    b64 = None if b is None else b.detach().double().requires_grad_(True)
+    y64 = norm64(op, h64, N, w64, b64)
+    assert_close(y, y64.detach(), r_dtype, f"{op} y")
+    # Gradients arriving at both outputs.
+    g = torch.Generator().manual_seed(N + 1)
+    dy = torch.randn(M, N, generator=g).to(device=device, dtype=r_dtype)
+    dh = torch.randn(M, N, generator=g).to(device=device, dtype=r_dtype)
+    torch.autograd.backward([y, h], [dy, dh])
+    inputs64 = [t for t in (h64, w64, b64) if t is not None]
+    grads64 = torch.autograd.grad([y64], inputs64, [dy.double()])
+    dh64 = grads64[0] + dh.double()
+    assert x.grad.dtype == x_dtype and r.grad.dtype == r_dtype
+    assert_close(r.grad, dh64, r_dtype, f"{op} dresidual")
+    assert_close(x.grad, dh64, x_dtype, f"{op} dx")
+    if w is not None:
+        assert_close(w.grad, grads64[1], r_dtype, f"{op} dweight", magnitude=M**0.5)
+    if b is not None:
+        assert_close(b.grad, grads64[2], r_dtype, f"{op} dbias", magnitude=M**0.5)
+
+
+@requires_cuda
+@pytest.mark.parametrize("pair", DTYPE_PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("op", OPS)
+def test_fused_kernels_run_where_they_should(op, pair):
+    """Aligned widths in registers run the fused kernels; the others the add + norm path."""
+    x_dtype, r_dtype = pair
+    for N, fused in [(1024, True), (4096, True), (1001, False), (32768, False)]:
+        x, r, w, b = make(op, 4, N, x_dtype, r_dtype, "cuda")
+        x.requires_grad_(True)
+        names = fused_kernels_ran(lambda: ours(op, x, r, N, w, b)[0].sum().backward())
+        ran = {"add_norm_fwd_kernel", "add_norm_bwd_kernel"} & names
+        assert ran == ({"add_norm_fwd_kernel", "add_norm_bwd_kernel"} if fused else set()), (N, names)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_misaligned_non_contiguous_and_empty(op, device):
+    N = 256
+    base = torch.randn(5 * N + 1, device=device)
+    x = base[1:].view(5, N)  # 4 bytes past a 16-byte boundary
+    r = torch.randn(N, 5, device=device).t()  # transposed view
+    w = torch.randn(N, device=device)
+    b = torch.randn(N, device=device) if op == "layer_norm" else None
+    y, h = ours(op, x, r, N, w, b)
+    torch.testing.assert_close(h, x + r, rtol=0, atol=0)
+    assert_close(y, norm64(op, h.double(), N, w, b), torch.float32, f"{op} y")
+    y0, h0 = ours(op, x[:0], r[:0], N, w, b)
+    assert y0.shape == (0, N) and h0.shape == (0, N)
+
+
+# -----------------------------------------------------------------------------
+# Autograd plumbing
+# -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_one_output_used(op, device):
+    """Only y used (dh absent), or only h used (dy absent): the gradients still agree."""
+    N = 64
+    x, r, w, b = make(op, 6, N, torch.float64, torch.float64, device)
+    x.requires_grad_(True)
+    r.requires_grad_(True)
+    y, h = ours(op, x, r, N, w, b)
+    (gy,) = torch.autograd.grad(y.sum(), [x], retain_graph=True)
+    y_ref = norm64(op, x + r, N, w, b)
+    (gy_ref,) = torch.autograd.grad(y_ref.sum(), [x])
+    torch.testing.assert_close(gy, gy_ref)
+    gx, gr = torch.autograd.grad((h * 3).sum(), [x, r])
+    torch.testing.assert_close(gx, torch.full_like(x, 3.0))
+    torch.testing.assert_close(gr, torch.full_like(r, 3.0))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_which_ops_run(op, device):
+    from test_autograd import OpCalls
+
+    N = 32
+    x, r, w, b = make(op, 4, N, torch.float32, torch.float32, device)
+    with OpCalls() as calls, torch.no_grad():
+        ours(op, x, r, N, w, b)
+    assert calls.names == [f"add_{op}"]
+    x.requires_grad_(True)
+    with OpCalls() as calls:
+        y, h = ours(op, x, r, N, w, b)
+        (y.sum() + h.sum()).backward()
+    assert calls.names == [f"add_{op}_fwd", "add_norm_bwd"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("params", ["none", "weight", "all"])
+def test_gradcheck(op, params, device):
+    x, r, w, b = make(op, 3, 8, torch.float64, torch.float64, device, params="none" if params == "none" else "affine")
+    if params == "weight":
+        b = None
+    args = [t.requires_grad_(True) for t in (x, r, w, b) if t is not None]
+
+    def fn(*a):
+        x, r, *p = a
+        w = p[0] if p else None
+        b = p[1] if len(p) > 1 else None
+        y, h = ours(op, x, r, 8, w, b)
+        return y, h * 0.5
+
+    assert torch.autograd.gradcheck(fn, args)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("pair", DTYPE_PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("op", OPS)
+def test_opcheck(op, pair, device):
+    x, r, w, b = make(op, 5, 24, *pair, device)
+    for requires_grad in (False, True):
+        for t in (x, r, w, b):
+            if t is not None:
+                t.requires_grad_(requires_grad)
+        if op == "layer_norm":
+            torch.library.opcheck(ops.add_layer_norm.default, (x, r, [24], w, b, 1e-5))
+            torch.library.opcheck(ops.add_layer_norm_fwd.default, (x, r, [24], w, b, 1e-5))
+        else:
+            torch.library.opcheck(ops.add_rms_norm.default, (x, r, [24], w, 1e-6))
+            torch.library.opcheck(ops.add_rms_norm_fwd.default, (x, r, [24], w, 1e-6))
+    # The backward op has no derivative (a double backward raises): checked without grad.
+    x, r, w, b = (None if t is None else t.detach() for t in (x, r, w, b))
+    y, h, *stats = (
+        ops.add_layer_norm_fwd(x, r, [24], w, b, 1e-5) if op == "layer_norm" else ops.add_rms_norm_fwd(x, r, [24], w, 1e-6)
+    )
+    mean, rstd = (stats[0], stats[1]) if op == "layer_norm" else (None, stats[0])
+    torch.library.opcheck(
+        ops.add_norm_bwd.default, (torch.randn_like(y), torch.randn_like(h), h, mean, rstd, [24], w, b, x.dtype)
+    )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_compile_fullgraph_matches_eager(op, device):
+    torch._dynamo.reset()
+    N = 128
+    mod_cls = reference_ops.AddLayerNorm if op == "layer_norm" else reference_ops.AddRMSNorm
+    norm = mod_cls(N, device=device)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+
+    def block(x, r):
+        y, h = norm(x * 2, r)
+        return (y * y).sum() + h.sum()
+
+    x, r, _, _ = make(op, 8, N, torch.float32, torch.float32, device)
+    xs = [x.clone().requires_grad_(True) for _ in range(2)]
+    eager = block(xs[0], r)
+    eager.backward()
+    compiled = torch.compile(block, fullgraph=True)(xs[1], r)
+    compiled.backward()
+    torch.testing.assert_close(compiled, eager)
+    torch.testing.assert_close(xs[1].grad, xs[0].grad)
+
+
+@requires_cuda
+@pytest.mark.parametrize("op", OPS)
+def test_autocast_float32_residual_stream(op):
+    """LLaMA-style under autocast: a bfloat16 sublayer output added to a float32 stream."""
+    N = 256
+    lin = torch.nn.Linear(N, N, device="cuda")
+    mod_cls = reference_ops.AddLayerNorm if op == "layer_norm" else reference_ops.AddRMSNorm
+    norm = mod_cls(N, device="cuda")
+    stream = torch.randn(16, N, device="cuda", requires_grad=True)
+    inp = torch.randn(16, N, device="cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        x = lin(inp)
+        assert x.dtype == torch.bfloat16
+        y, h = norm(x, stream)
+        h_ref = x.float() + stream
+        y_ref = (
+            F.layer_norm(h_ref, (N,), norm.weight, norm.bias)
+            if op == "layer_norm"
+            else F.rms_norm(h_ref, (N,), norm.weight, torch.finfo(torch.float32).eps)
+        )
+    assert h.dtype == torch.float32 and y.dtype == torch.float32
+    torch.testing.assert_close(h, h_ref, rtol=0, atol=0)
+    torch.testing.assert_close(y, y_ref)
+    (g,) = torch.autograd.grad((y * y).sum() + h.sum(), [stream])
+    (g_ref,) = torch.autograd.grad((y_ref * y_ref).sum() + h_ref.sum(), [stream])
+    torch.testing.assert_close(g, g_ref)
+
+
+# -----------------------------------------------------------------------------
+# Modules and errors
+# -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_modules_keep_the_norms_parameters(device):
+    N = 48
+    for fused_cls, plain_cls in [
+        (reference_ops.AddLayerNorm, torch.nn.LayerNorm),
+        (reference_ops.AddRMSNorm, torch.nn.RMSNorm),
+    ]:
+        plain = plain_cls(N, device=device)
+        fused = fused_cls(N, device=device)
+        with torch.no_grad():
+            plain.weight.uniform_(0.5, 1.5)
+        fused.load_state_dict(plain.state_dict())
+        x, r = torch.randn(2, 3, N, device=device), torch.randn(2, 3, N, device=device)
+        y, h = fused(x, r)
+        torch.testing.assert_close(h, x + r, rtol=0, atol=0)
+        torch.testing.assert_close(y, plain(x + r))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_clear_errors(device):
+    x = torch.randn(4, 16, device=device)
+    w = torch.ones(16, device=device)
+    with pytest.raises(RuntimeError, match="residual must have x's shape"):
+        reference_ops.add_rms_norm(x, torch.randn(4, 8, device=device), (16,), w)
+    with pytest.raises(RuntimeError, match="or float32 when x is float16/bfloat16"):
+        reference_ops.add_rms_norm(x, x.bfloat16(), (16,), w)
+    with pytest.raises(RuntimeError, match="weight has dtype"):
+        reference_ops.add_layer_norm(x.bfloat16(), x, (16,), w.bfloat16())
+    with pytest.raises(RuntimeError, match="normalized_shape"):
+        reference_ops.add_layer_norm(x, x, (8,), None)
+    if device == "cuda":
+        with pytest.raises(RuntimeError, match="residual is on cpu but x is on cuda"):
+            reference_ops.add_rms_norm(x, x.cpu(), (16,), w)
