@@ -145,8 +145,10 @@ def main(argv=None) -> int:
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
     copy_gbps = bench.copy_bandwidth_gbps()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, copy {copy_gbps:.0f} GB/s")
-    print(f"{'op':<16} {'x+stream':<10} {'M x N':<12} {'impl':<8} {'fwd us':>9} {'fwd %copy':>9} {'bwd us':>9}"
-          f" {'bwd %copy':>9}  check")
+    print(
+        f"{'op':<16} {'x+stream':<10} {'M x N':<12} {'impl':<8} {'fwd us':>9} {'fwd %copy':>9} {'bwd us':>9}"
+        f" {'bwd %copy':>9}  check"
+    )
     failed = 0
     for op in args.ops.split(","):
         for pair in args.pairs.split(","):

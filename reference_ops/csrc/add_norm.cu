@@ -265,8 +265,7 @@ __global__ void __launch_bounds__(kBwdMaxThreads, 1)
   }
   int calls = 0;
   // The loop's bound is the CTA's (its first row group's), so every thread runs every reduction.
-  for (int64_t base = static_cast<int64_t>(blockIdx.x) * groups_per_cta; base < rows;
-       base += stride) {
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * groups_per_cta; base < rows; base += stride) {
     const int64_t row = base + threadIdx.x / group;
     const bool ok = row < rows;
     const int64_t first = (ok ? row : 0) * s.packs;
@@ -402,7 +401,8 @@ AddNormShape add_norm_shape(int64_t cols, int vec, int max_elems, int max_thread
     return {};
   }
   const RowConfig rc = choose_row_config(cols / vec, kAddNormTargetPacks, max_threads);
-  if (rc.packs_per_thread * vec > max_elems || static_cast<int64_t>(rc.packs_per_thread) * rc.threads_per_row * vec < cols) {
+  if (rc.packs_per_thread * vec > max_elems ||
+      static_cast<int64_t>(rc.packs_per_thread) * rc.threads_per_row * vec < cols) {
     return {};
   }
   return {rc.threads_per_row, rc.packs_per_thread};
@@ -442,9 +442,9 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
         add_norm_fwd_kernel<T, R, W, kN, kP><<<grid, cta, 0, at::cuda::getCurrentCUDAStream()>>>(
             reinterpret_cast<const T*>(x.data_ptr()), reinterpret_cast<const R*>(residual.data_ptr()),
             weight.defined() ? reinterpret_cast<const W*>(weight.data_ptr()) : nullptr,
-            bias.defined() ? reinterpret_cast<const W*>(bias.data_ptr()) : nullptr,
-            reinterpret_cast<R*>(h.data_ptr()), reinterpret_cast<R*>(y.data_ptr()), mean_p, rstd_p, shape.rows,
-            static_cast<int>(shape.cols), rs.threads, static_cast<acc_t>(eps));
+            bias.defined() ? reinterpret_cast<const W*>(bias.data_ptr()) : nullptr, reinterpret_cast<R*>(h.data_ptr()),
+            reinterpret_cast<R*>(y.data_ptr()), mean_p, rstd_p, shape.rows, static_cast<int>(shape.cols), rs.threads,
+            static_cast<acc_t>(eps));
       };
       if (rms) {
         launch(std::integral_constant<Norm, Norm::kRms>{});
@@ -459,8 +459,8 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
 
 template <typename T, typename R, typename W>
 bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h, const at::Tensor& mean,
-                const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dsum, at::Tensor& dx,
-                at::Tensor& dweight, at::Tensor& dbias, NormShape shape, bool rms) {
+                const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dsum, at::Tensor& dx, at::Tensor& dweight,
+                at::Tensor& dbias, NormShape shape, bool rms) {
   using acc_t = at::opmath_type<R>;
   constexpr int kVec = pack_elems<R>();
   const AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kBwdMaxThreads);
@@ -483,8 +483,8 @@ bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
                           h.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     }
     acc_t* pw = dweight.defined() && partial.defined() ? partial.data_ptr<acc_t>() : nullptr;
-    acc_t* pb = dbias.defined() && partial.defined() ? partial.data_ptr<acc_t>() + (pw ? groups * shape.cols : 0)
-                                                      : nullptr;
+    acc_t* pb =
+        dbias.defined() && partial.defined() ? partial.data_ptr<acc_t>() + (pw ? groups * shape.cols : 0) : nullptr;
     if (shape.rows > 0) {
       kernel<<<grid, cta, 0, at::cuda::getCurrentCUDAStream()>>>(
           reinterpret_cast<const R*>(dy.data_ptr()), dh.defined() ? reinterpret_cast<const R*>(dh.data_ptr()) : nullptr,

@@ -4,8 +4,8 @@
 #include "norm.h"
 
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -151,7 +151,6 @@ FwdOutputs norm_fwd(const char* op, const at::Tensor& x, c10::IntArrayRef normal
   return out;
 }
 
-
 // The fused residual ops: x and residual of one shape and device; h (and y) have the residual's
 // dtype, which is x's, or float32 beside a float16 / bfloat16 x (a float32 residual stream). The
 // parameters are checked against the residual (they multiply h).
@@ -279,7 +278,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
                                                                 c10::IntArrayRef normalized_shape,
                                                                 const std::optional<at::Tensor>& weight, double eps) {
-  AddNormOutputs out = add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, true, true);
+  AddNormOutputs out =
+      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, true, true);
   return {out.y, out.h, out.rstd};
 }
 

@@ -281,8 +281,7 @@ AddNormGrads add_norm_grads(const at::Tensor& dy, const at::Tensor& dh, const va
   const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
   auto [dsum, dx, dweight, dbias] =
       call_bwd<AddNormBwdOp>(dy, defined_or_none(dh), h, mean, rstd, normalized_shape, weight, bias, x_dtype);
-  return {x_dtype == h.scalar_type() ? dsum : dx, dsum, weight ? dweight : at::Tensor(),
-          bias ? dbias : at::Tensor()};
+  return {x_dtype == h.scalar_type() ? dsum : dx, dsum, weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor()};
 }
 
 // Saves h, the statistics and the parameters; kStats as for LayerNormFunction.
@@ -318,8 +317,7 @@ struct AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunct
 template <bool kStats>
 struct AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction<kStats>> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
-                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                               double eps) {
+                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, double eps) {
     const at::AutoDispatchBelowADInplaceOrView below;
     auto [y, h, rstd] = op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
     ctx->save_for_backward({h, rstd, weight.value_or(at::Tensor())});

@@ -43,7 +43,11 @@ def make(op, M, N, x_dtype, r_dtype, device, params="affine", seed=0):
     r = (torch.randn(M, N, generator=g) * 2 + 0.5).to(device=device, dtype=r_dtype)
     p_dtype = r_dtype if params != "float32" else torch.float32
     w = (torch.randn(N, generator=g) * 0.5 + 1).to(device=device, dtype=p_dtype) if params != "none" else None
-    b = torch.randn(N, generator=g).to(device=device, dtype=p_dtype) if params != "none" and op == "layer_norm" else None
+    b = (
+        torch.randn(N, generator=g).to(device=device, dtype=p_dtype)
+        if params != "none" and op == "layer_norm"
+        else None
+    )
     return x, r, w, b
 
 
@@ -220,7 +224,9 @@ def test_opcheck(op, pair, device):
     # The backward op has no derivative (a double backward raises): checked without grad.
     x, r, w, b = (None if t is None else t.detach() for t in (x, r, w, b))
     y, h, *stats = (
-        ops.add_layer_norm_fwd(x, r, [24], w, b, 1e-5) if op == "layer_norm" else ops.add_rms_norm_fwd(x, r, [24], w, 1e-6)
+        ops.add_layer_norm_fwd(x, r, [24], w, b, 1e-5)
+        if op == "layer_norm"
+        else ops.add_rms_norm_fwd(x, r, [24], w, 1e-6)
     )
     mean, rstd = (stats[0], stats[1]) if op == "layer_norm" else (None, stats[0])
     torch.library.opcheck(
