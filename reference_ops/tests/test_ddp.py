@@ -16,8 +16,10 @@ import torch
 
 PROJECT = Path(__file__).resolve().parents[1]
 SCRIPT = PROJECT / "benchmarks" / "ddp_train.py"
-DIFF = re.compile(r"^(\w+): max diff (.+?) +([0-9.e+-]+)  tolerance ([0-9.e+-]+)  (ok|EXCEEDED)$", re.M)
+DIFF = re.compile(r"^([\w/]+): max diff (.+?) +([0-9.e+-]+)  tolerance ([0-9.e+-]+)  (ok|EXCEEDED)$", re.M)
 ARCHS = ("llama", "gpt")
+IMPLS = ("ours", "fused")
+RUNS = tuple(f"{arch}/{impl}" for arch in ARCHS for impl in IMPLS)
 STEPS = 8
 
 
@@ -31,19 +33,20 @@ def check_comparison(proc: subprocess.CompletedProcess, results: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     diffs = DIFF.findall(proc.stdout)
     assert {(arch, what.strip()) for arch, what, *_ in diffs} == {
-        (arch, what) for arch in ARCHS
-        for what in ("loss (rel, any step)", "norm grads (last step)", "norm params (final)")
+        (run, what) for run in RUNS
+        for what in ("norm grads (first step)", "loss (rel, any step)", "norm params (final)")
     }, proc.stdout  # fmt: skip
-    for arch, what, value, tol, verdict in diffs:
-        assert float(value) <= float(tol) and verdict == "ok", f"{arch} {what}: {value} > {tol}"
+    for key, what, value, tol, verdict in diffs:
+        assert float(value) <= float(tol) and verdict == "ok", f"{key} {what}: {value} > {tol}"
     one = json.loads((results / "one.json").read_text())
     many = json.loads((results / "many.json").read_text())
     assert (one["world"], many["world"]) == (1, 2)
-    for arch in ARCHS:
-        a, b = one["results"][arch], many["results"][arch]
+    for key in RUNS:
+        a, b = one["results"][key], many["results"][key]
         assert len(a["losses"]) == len(b["losses"]) == STEPS
         torch.testing.assert_close(torch.tensor(b["losses"]), torch.tensor(a["losses"]), rtol=1e-4, atol=0)
-        assert a["norm_grads"].keys() == b["norm_grads"].keys() and a["norm_grads"], "no norm gradients recorded"
+        for grads in ("norm_first_grads", "norm_grads"):
+            assert a[grads].keys() == b[grads].keys() and a[grads], f"no {grads} recorded"
         # The norms' weights moved away from their initial ones: the norms were trained.
         assert any(abs(v - 1.0) > 1e-4 for name, p in a["norm_params"].items() if name.endswith("weight") for v in p)
 
@@ -63,18 +66,20 @@ def test_two_gpus_match_one(tmp_path):
 def test_a_difference_fails_the_check(tmp_path):
     """The comparison itself: a result whose losses or norm gradients differ makes it exit 1."""
     one = tmp_path / "one.json"
-    proc = run("--device", "cpu", "--size", "tiny", "--archs", "llama", "--steps", "3", "--out", str(one))
+    proc = run(
+        "--device", "cpu", "--size", "tiny", "--archs", "llama", "--impls", "ours", "--steps", "3", "--out", str(one)
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     data = json.loads(one.read_text())
-    for key in ("losses", "norm_grads"):
+    for key in ("losses", "norm_first_grads"):
         tampered = json.loads(one.read_text())
         tampered["world"] = 2
-        result = tampered["results"]["llama"]
+        result = tampered["results"]["llama/ours"]
         if key == "losses":
             result["losses"][-1] *= 1.001
         else:
-            name = next(iter(result["norm_grads"]))
-            result["norm_grads"][name][0] += 0.01 * max(map(abs, result["norm_grads"][name]))
+            name = next(iter(result["norm_first_grads"]))
+            result["norm_first_grads"][name][0] += 0.01 * max(map(abs, result["norm_first_grads"][name]))
         path = tmp_path / f"{key}.json"
         path.write_text(json.dumps(tampered))
         check = run("--check", str(one), str(path))
