@@ -8,10 +8,22 @@
 // kernels and the tracer, so AOTAutograd traces through these kernels and records *_fwd / *_bwd /
 // *_inference in its graphs. Nothing here reads tensor sizes, which are symbolic under dynamic
 // shapes.
+//
+// The public layer_norm / rms_norm, called once per norm layer per step, record a hand-written
+// autograd node (NormBackward), as torch's generated code does for its own ops: no per-call
+// AutogradContext, saved_data dictionary or output wrapping of torch::autograd::Function, which
+// cost them several microseconds more than torch's native norms. The other ops keep the shorter
+// torch::autograd::Function.
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+
+#include <mutex>
+#include <string>
 
 #include "norm.h"
 
@@ -185,13 +197,11 @@ auto call_bwd(const Args&... args) {
 // The forwards with a backward: *_fwd
 // -----------------------------------------------------------------------------
 
-// The backward needs x, the statistics and the parameters (saved as tensors; an absent parameter as
-// an undefined one) and normalized_shape (saved as ints: x's sizes may be symbolic when traced).
-// With kStats (the *_fwd ops) the statistics are outputs too, without a gradient; when only they
-// are used, no gradient reaches x. Without (the public ops) y is the only output: two outputs fewer
-// for autograd to wrap on every call.
-template <bool kStats>
-struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction<kStats>> {
+// The backward of the *_fwd ops needs x, the statistics and the parameters (saved as tensors; an
+// absent parameter as an undefined one) and normalized_shape (saved as ints: x's sizes may be
+// symbolic when traced). The statistics are outputs too, without a gradient; when only they are
+// used, no gradient reaches x.
+struct LayerNormFwdFunction : public torch::autograd::Function<LayerNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
                                double eps) {
@@ -200,12 +210,8 @@ struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction<kS
     ctx->save_for_backward({x, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->set_materialize_grads(false);  // no zero tensors (and fill kernels) for unused outputs
-    if constexpr (kStats) {
-      ctx->mark_non_differentiable({mean, rstd});
-      return {y, mean, rstd};
-    } else {
-      return {y};
-    }
+    ctx->mark_non_differentiable({mean, rstd});
+    return {y, mean, rstd};
   }
 
   // One gradient per forward argument: x, normalized_shape, weight, bias, eps.
@@ -224,8 +230,7 @@ struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction<kS
   }
 };
 
-template <bool kStats>
-struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction<kStats>> {
+struct RmsNormFwdFunction : public torch::autograd::Function<RmsNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, double eps) {
     const at::AutoDispatchBelowADInplaceOrView below;
@@ -233,12 +238,8 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction<kStats
     ctx->save_for_backward({x, rstd, weight.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->set_materialize_grads(false);
-    if constexpr (kStats) {
-      ctx->mark_non_differentiable({rstd});
-      return {y, rstd};
-    } else {
-      return {y};
-    }
+    ctx->mark_non_differentiable({rstd});
+    return {y, rstd};
   }
 
   // x, normalized_shape, weight, eps.
@@ -254,6 +255,88 @@ struct RmsNormFunction : public torch::autograd::Function<RmsNormFunction<kStats
     return {dx, at::Tensor(), weight ? dweight : at::Tensor(), at::Tensor()};
   }
 };
+
+// -----------------------------------------------------------------------------
+// The public ops' node: y = norm(x) with one output
+// -----------------------------------------------------------------------------
+
+// The node a public layer_norm / rms_norm call records. Its next edges are x, weight and (LayerNorm)
+// bias, an absent or non-differentiable one being an empty edge; it saves what the *_bwd op needs.
+template <bool kRms>
+struct NormBackward final : public torch::autograd::Node {
+  using SavedVariable = torch::autograd::SavedVariable;
+
+  std::string name() const override { return kRms ? "RmsNormBackward" : "LayerNormBackward"; }
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor& dy = grads[0];
+    variable_list out(num_outputs());
+    if (!dy.defined()) {
+      return out;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);  // the saved variables, under concurrent backwards
+    const at::Tensor x = x_.unpack();
+    const at::Tensor rstd = rstd_.unpack();
+    const std::optional<at::Tensor> weight = has_weight_ ? std::optional<at::Tensor>(weight_.unpack()) : std::nullopt;
+    if constexpr (kRms) {
+      lock.unlock();
+      auto [dx, dweight] = call_bwd<RmsNormBwdOp>(dy, x, rstd, normalized_shape_, weight);
+      out[0] = std::move(dx);
+      out[1] = has_weight_ ? std::move(dweight) : at::Tensor();
+    } else {
+      const at::Tensor mean = mean_.unpack();
+      const std::optional<at::Tensor> bias = has_bias_ ? std::optional<at::Tensor>(bias_.unpack()) : std::nullopt;
+      lock.unlock();
+      auto [dx, dweight, dbias] = call_bwd<LayerNormBwdOp>(dy, x, mean, rstd, normalized_shape_, weight, bias);
+      out[0] = std::move(dx);
+      out[1] = has_weight_ ? std::move(dweight) : at::Tensor();
+      out[2] = has_bias_ ? std::move(dbias) : at::Tensor();
+    }
+    return out;
+  }
+
+  void release_variables() override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    x_.reset_data();
+    mean_.reset_data();
+    rstd_.reset_data();
+    weight_.reset_data();
+    bias_.reset_data();
+  }
+
+  SavedVariable x_, mean_, rstd_, weight_, bias_;
+  std::vector<int64_t> normalized_shape_;
+  bool has_weight_ = false;
+  bool has_bias_ = false;
+};
+
+// Records a NormBackward for y: its edges to x and the parameters, what it saves, y's history.
+template <bool kRms>
+void record(const at::Tensor& y, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+            c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+            const std::optional<at::Tensor>& bias) {
+  auto node = std::shared_ptr<NormBackward<kRms>>(new NormBackward<kRms>(), torch::autograd::deleteNode);
+  if constexpr (kRms) {
+    node->set_next_edges(torch::autograd::collect_next_edges(x, weight));
+  } else {
+    node->set_next_edges(torch::autograd::collect_next_edges(x, weight, bias));
+  }
+  node->x_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
+  if (mean.defined()) {
+    node->mean_ = torch::autograd::SavedVariable(mean, false);
+  }
+  node->rstd_ = torch::autograd::SavedVariable(rstd, false);
+  node->has_weight_ = weight.has_value();
+  if (weight) {
+    node->weight_ = torch::autograd::SavedVariable(*weight, false);
+  }
+  node->has_bias_ = bias.has_value();
+  if (bias) {
+    node->bias_ = torch::autograd::SavedVariable(*bias, false);
+  }
+  node->normalized_shape_ = normalized_shape.vec();
+  torch::autograd::set_history(y, node);
+}
 
 // -----------------------------------------------------------------------------
 // The fused residual ops: (y, h) = (norm(x + residual), x + residual)
@@ -284,7 +367,8 @@ AddNormGrads add_norm_grads(const at::Tensor& dy, const at::Tensor& dh, const va
   return {x_dtype == h.scalar_type() ? dsum : dx, dsum, weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor()};
 }
 
-// Saves h, the statistics and the parameters; kStats as for LayerNormFunction.
+// Saves h, the statistics and the parameters. With kStats (the *_fwd ops) the statistics are
+// outputs too, without a gradient; without (the public ops), y and h are the only outputs.
 template <bool kStats>
 struct AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunction<kStats>> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
@@ -350,20 +434,32 @@ struct AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction<
 // The public ops: the statistics only when autograd will want them.
 at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                       const std::optional<at::Tensor>& bias, double eps) {
-  if (records(x, weight, bias)) {
-    return LayerNormFunction<false>::apply(x, normalized_shape, weight, bias, eps)[0];
+  if (!records(x, weight, bias)) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    return op<LayerNormInferenceOp>().call(x, normalized_shape, weight, bias, eps);
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<LayerNormInferenceOp>().call(x, normalized_shape, weight, bias, eps);
+  at::Tensor y, mean, rstd;
+  {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    std::tie(y, mean, rstd) = op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
+  }
+  record<false>(y, x, mean, rstd, normalized_shape, weight, bias);
+  return y;
 }
 
 at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                     double eps) {
-  if (records(x, weight)) {
-    return RmsNormFunction<false>::apply(x, normalized_shape, weight, eps)[0];
+  if (!records(x, weight)) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    return op<RmsNormInferenceOp>().call(x, normalized_shape, weight, eps);
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<RmsNormInferenceOp>().call(x, normalized_shape, weight, eps);
+  at::Tensor y, rstd;
+  {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    std::tie(y, rstd) = op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
+  }
+  record<true>(y, x, at::Tensor(), rstd, normalized_shape, weight, std::nullopt);
+  return y;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
@@ -371,7 +467,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& 
                                                               const std::optional<at::Tensor>& bias, double eps) {
   if (records(x, weight, bias)) {
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
-        LayerNormFunction<true>::apply(x, normalized_shape, weight, bias, eps));
+        LayerNormFwdFunction::apply(x, normalized_shape, weight, bias, eps));
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
@@ -380,8 +476,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, double eps) {
   if (records(x, weight)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor>>(
-        RmsNormFunction<true>::apply(x, normalized_shape, weight, eps));
+    return from_list<std::tuple<at::Tensor, at::Tensor>>(RmsNormFwdFunction::apply(x, normalized_shape, weight, eps));
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);

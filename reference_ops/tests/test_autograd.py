@@ -229,6 +229,61 @@ def test_double_backward_raises_a_clear_error(op, device):
 
 
 # -----------------------------------------------------------------------------
+# The recorded node behaves as a native op's: graph freeing, in-place checks, partial gradients
+# -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_node_is_named_and_frees_its_graph(op, device):
+    x, w, b = make(op, device, requires_grad=True)
+    y = call(op, x, 40, w, b)
+    assert y.grad_fn.name() == {"layer_norm": "LayerNormBackward", "rms_norm": "RmsNormBackward"}[op]
+    dy = torch.randn_like(y)
+    y.backward(dy, retain_graph=True)
+    first = [t.grad.clone() for t in (x, w, b) if t is not None]
+    y.backward(dy)  # retained: the same gradients again, accumulated
+    for t, g in zip([t for t in (x, w, b) if t is not None], first):
+        torch.testing.assert_close(t.grad, 2 * g)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward(dy)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_node_refuses_inputs_modified_in_place(op, device):
+    x, w, b = make(op, device, requires_grad=True)
+    h = x * 1.0  # a non-leaf input that can be modified in place
+    y = call(op, h, 40, w, b)
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("wanted", ["x", "weight", "bias"])
+def test_node_sends_gradients_only_where_wanted(op, wanted, device):
+    if op == "rms_norm" and wanted == "bias":
+        pytest.skip("rms_norm has no bias")
+    x, w, b = make(op, device)
+    inputs = {"x": x, "weight": w, "bias": b}
+    inputs[wanted].requires_grad_(True)
+    dy = torch.randn(6, 40, device=device)
+    call(op, x, 40, w, b).backward(dy)
+    x_ref, w_ref, b_ref = (t.detach().clone().requires_grad_(True) if t is not None else None for t in (x, w, b))
+    call(op, x_ref, 40, w_ref, b_ref, impl="torch").backward(dy)
+    refs = {"x": x_ref, "weight": w_ref, "bias": b_ref}
+    for name, t in inputs.items():
+        if t is None:
+            continue
+        if name == wanted:
+            torch.testing.assert_close(t.grad, refs[name].grad, rtol=1e-5, atol=1e-5)
+        else:
+            assert t.grad is None, f"{name} does not require grad but received one"
+
+
+# -----------------------------------------------------------------------------
 # torch.compile: AOTAutograd traces through the C++ autograd kernels
 # -----------------------------------------------------------------------------
 
