@@ -6,10 +6,13 @@ reference_ops.RMSNorm / LayerNorm ("ours") or with the fused residual modules Ad
 AddLayerNorm ("fused"), train for a number of AdamW steps on deterministic data with a
 fixed global batch: once in one process, once with DistributedDataParallel over WORLD processes
 (each rank takes its slice of the same global batch; NCCL on CUDA, one GPU a rank; gloo on the
-CPU). Checked between the two runs, each within its tolerance:
+CPU). The one process takes the same slices as micro-batches and accumulates their gradients, so
+that both runs compute on the same shapes; a full batch in one process would pick other GEMM
+algorithms, whose rounding a 50-step trajectory can amplify far past any useful tolerance.
+Checked between the two runs, each within its tolerance:
 
 * the norm parameters' gradients of the first step: both runs start from the same parameters, so
-  DDP's all-reduced gradient must equal the one process's full-batch gradient up to the order of
+  DDP's all-reduced gradient must equal the one process's accumulated gradient up to the order of
   the sums (this is the check of the all-reduce itself);
 * the loss of every step (averaged over ranks) and the norm parameters after the last step: the
   trajectories, which carry the first steps' rounding differences through AdamW.
@@ -24,7 +27,7 @@ Usage:
   python benchmarks/ddp_train.py --compare --device cpu --size tiny --steps 10
   python benchmarks/ddp_train.py --compare --launcher torchrun  # the 2-process run under torchrun
   # or by hand:
-  python benchmarks/ddp_train.py --out one.json
+  python benchmarks/ddp_train.py --micro-batches 2 --out one.json
   torchrun --nproc_per_node 2 benchmarks/ddp_train.py --out two.json
   python benchmarks/ddp_train.py --check one.json two.json
 """
@@ -51,8 +54,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 import models  # noqa: E402
 from e2e import synthetic_tokens  # noqa: E402
 
-# Float32 training: the one-process and the data-parallel run differ only in the order of the
-# gradient sums (per rank, then all-reduced), which AdamW carries through the steps.
+# Float32 training. The one process computes on the ranks' slices as micro-batches, so both runs see
+# the same shapes (the same GEMM algorithms and norm kernel variants) and differ only where the
+# gradients are summed (accumulated in one process, all-reduced across ranks): rounding, which
+# AdamW carries through the steps.
 TOLERANCES = {"first_grad": 1e-4, "loss": 1e-4, "param": 1e-4}
 NAMES = {"first_grad": "norm grads (first step)", "loss": "loss (rel, any step)", "param": "norm params (final)"}
 
@@ -75,16 +80,22 @@ def train(arch: str, impl: str, args, rank: int, world: int, device: str) -> dic
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1, betas=(0.9, 0.95))
     data = synthetic_tokens(vocab, (args.steps * args.global_batch, args.seq + 1), args.seed)
     data = data.view(args.steps, args.global_batch, args.seq + 1)
-    per_rank = args.global_batch // world
+    # A rank takes its slice of the global batch; one process takes all the slices as micro-batches
+    # (--micro-batches), each loss scaled by 1 / micro-batches so that the gradients add up to the mean.
+    micro = args.micro_batches if world == 1 else 1
+    per_slice = args.global_batch // (world * micro)
     losses, step_ms, first_grads, grads = [], [], {}, {}
     for step in range(args.steps):
-        batch = data[step, rank * per_rank : (rank + 1) * per_rank].to(device)
+        batch = data[step, rank * per_slice * micro : (rank + 1) * per_slice * micro].to(device)
         if device != "cpu":
             torch.cuda.synchronize(device)
         start = time.perf_counter()
-        logits = run(batch[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, vocab), batch[:, 1:].reshape(-1))
-        loss.backward()
+        loss = torch.zeros((), device=device)
+        for part in batch.split(per_slice):
+            logits = run(part[:, :-1])
+            part_loss = F.cross_entropy(logits.reshape(-1, vocab), part[:, 1:].reshape(-1)) / micro
+            part_loss.backward()
+            loss += part_loss.detach()
         if step in (0, args.steps - 1):
             norm_grads = {name: p.grad.detach().cpu().tolist() for name, p in models.norm_parameters(model).items()}
             first_grads = first_grads or norm_grads
@@ -94,7 +105,6 @@ def train(arch: str, impl: str, args, rank: int, world: int, device: str) -> dic
         if device != "cpu":
             torch.cuda.synchronize(device)
         step_ms.append((time.perf_counter() - start) * 1e3)
-        loss = loss.detach()
         if world > 1:
             dist.all_reduce(loss)
             loss /= world
@@ -198,7 +208,7 @@ def launch(args, world: int, out: str) -> None:
 def worker_args(args) -> list[str]:
     return [
         "--device", args.device, "--archs", args.archs, "--size", args.size, "--steps", str(args.steps),
-        "--global-batch", str(args.global_batch), "--seq", str(args.seq), "--lr", str(args.lr),
+        "--global-batch", str(args.global_batch), "--micro-batches", str(args.micro_batches), "--seq", str(args.seq), "--lr", str(args.lr),
         "--seed", str(args.seed), "--impls", args.impls,
     ]  # fmt: skip
 
@@ -211,6 +221,13 @@ def main(argv=None) -> int:
     parser.add_argument("--size", help="models.SIZES key (default: small on CUDA, tiny on the CPU)")
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--global-batch", type=int, default=8)
+    parser.add_argument(
+        "--micro-batches",
+        type=int,
+        default=1,
+        help="one process: split the global batch into this many micro-batches and accumulate their gradients"
+        " (--compare uses --nproc: the ranks' slices, so that both runs compute on the same shapes)",
+    )
     parser.add_argument("--seq", type=int, help="sequence length (default: 256 on CUDA, 32 on the CPU)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
@@ -229,6 +246,8 @@ def main(argv=None) -> int:
             return 0 if compare(json.load(f1), json.load(f2)) else 1
     if not args.compare:  # one run: a single process, or one rank under torchrun
         world = int(os.environ.get("WORLD_SIZE", 1))
+        if args.global_batch % (world * args.micro_batches):
+            parser.error(f"--global-batch {args.global_batch} does not split over {world * args.micro_batches} slices")
         worker(int(os.environ.get("RANK", 0)), world, args, args.out)
         return 0
     if args.global_batch % args.nproc:
@@ -244,7 +263,7 @@ def main(argv=None) -> int:
             os.makedirs(args.results_dir, exist_ok=True)
             tmp = args.results_dir
         one, many = os.path.join(tmp, "one.json"), os.path.join(tmp, "many.json")
-        launch(args, 1, one)
+        launch(argparse.Namespace(**{**vars(args), "micro_batches": args.nproc}), 1, one)
         launch(args, args.nproc, many)
         with open(one) as f1, open(many) as f2:
             return 0 if compare(json.load(f1), json.load(f2)) else 1
