@@ -7,8 +7,8 @@ AddLayerNorm ("fused"), train for a number of AdamW steps on deterministic data 
 fixed global batch: once in one process, once with DistributedDataParallel over WORLD processes
 (each rank takes its slice of the same global batch; NCCL on CUDA, one GPU a rank; gloo on the
 CPU). The one process takes the same slices as micro-batches and accumulates their gradients, so
-that both runs compute on the same shapes; a full batch in one process would pick other GEMM
-algorithms, whose rounding a 50-step trajectory can amplify far past any useful tolerance.
+that both runs compute on the same shapes; a full batch in one process computes on other shapes
+(other GEMM algorithms), whose rounding a 50-step trajectory can amplify past any useful tolerance.
 Checked between the two runs, each within its tolerance:
 
 * the norm parameters' gradients of the first step: both runs start from the same parameters, so
