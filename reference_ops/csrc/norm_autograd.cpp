@@ -9,11 +9,11 @@
 // *_inference in its graphs. Nothing here reads tensor sizes, which are symbolic under dynamic
 // shapes.
 //
-// The public layer_norm / rms_norm, called once per norm layer per step, record a hand-written
-// autograd node (NormBackward), as torch's generated code does for its own ops: no per-call
-// AutogradContext, saved_data dictionary or output wrapping of torch::autograd::Function, which
-// cost them several microseconds more than torch's native norms. The other ops keep the shorter
-// torch::autograd::Function.
+// The public ops (layer_norm, rms_norm and the fused residual ops), called once per norm layer per
+// step, record a hand-written autograd node (NormBackward), as torch's generated code does for its
+// own ops: no per-call AutogradContext, saved_data dictionary or output wrapping of
+// torch::autograd::Function, which cost them several microseconds more than torch's native norms.
+// The *_fwd ops, for callers that want the statistics, keep the shorter torch::autograd::Function.
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
@@ -194,13 +194,39 @@ auto call_bwd(const Args&... args) {
 }
 
 // -----------------------------------------------------------------------------
-// The forwards with a backward: *_fwd
+// The fused residual ops' gradients
 // -----------------------------------------------------------------------------
 
-// The backward of the *_fwd ops needs x, the statistics and the parameters (saved as tensors; an
-// absent parameter as an undefined one) and normalized_shape (saved as ints: x's sizes may be
-// symbolic when traced). The statistics are outputs too, without a gradient; when only they are
-// used, no gradient reaches x.
+// The gradients of x, residual, weight and bias from those of y (dy) and h (dh), either of which
+// may be absent (an output not used). x and residual both receive the gradient of h; x's in its
+// own dtype when that is narrower.
+struct AddNormGrads {
+  at::Tensor dx;
+  at::Tensor dresidual;
+  at::Tensor dweight;
+  at::Tensor dbias;
+};
+
+AddNormGrads add_norm_grads(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
+                            const std::optional<at::Tensor>& mean, const at::Tensor& rstd,
+                            c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                            const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype) {
+  if (!dy.defined()) {
+    return {dh.defined() ? dh.to(x_dtype) : at::Tensor(), dh, at::Tensor(), at::Tensor()};
+  }
+  auto [dsum, dx, dweight, dbias] =
+      call_bwd<AddNormBwdOp>(dy, defined_or_none(dh), h, mean, rstd, normalized_shape, weight, bias, x_dtype);
+  return {x_dtype == h.scalar_type() ? dsum : dx, dsum, weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor()};
+}
+
+// -----------------------------------------------------------------------------
+// The *_fwd ops: torch::autograd::Function
+// -----------------------------------------------------------------------------
+
+// The *_fwd ops return the statistics too, without a gradient; when only they are used, no
+// gradient reaches the inputs. Saved: the normalised input (x, or h for the fused ops), the
+// statistics and the parameters (an absent one as an undefined tensor) and normalized_shape (as
+// ints: x's sizes may be symbolic when traced).
 struct LayerNormFwdFunction : public torch::autograd::Function<LayerNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
@@ -256,121 +282,7 @@ struct RmsNormFwdFunction : public torch::autograd::Function<RmsNormFwdFunction>
   }
 };
 
-// -----------------------------------------------------------------------------
-// The public ops' node: y = norm(x) with one output
-// -----------------------------------------------------------------------------
-
-// The node a public layer_norm / rms_norm call records. Its next edges are x, weight and (LayerNorm)
-// bias, an absent or non-differentiable one being an empty edge; it saves what the *_bwd op needs.
-template <bool kRms>
-struct NormBackward final : public torch::autograd::Node {
-  using SavedVariable = torch::autograd::SavedVariable;
-
-  std::string name() const override { return kRms ? "RmsNormBackward" : "LayerNormBackward"; }
-
-  variable_list apply(variable_list&& grads) override {
-    const at::Tensor& dy = grads[0];
-    variable_list out(num_outputs());
-    if (!dy.defined()) {
-      return out;
-    }
-    std::unique_lock<std::mutex> lock(mutex_);  // the saved variables, under concurrent backwards
-    const at::Tensor x = x_.unpack();
-    const at::Tensor rstd = rstd_.unpack();
-    const std::optional<at::Tensor> weight = has_weight_ ? std::optional<at::Tensor>(weight_.unpack()) : std::nullopt;
-    if constexpr (kRms) {
-      lock.unlock();
-      auto [dx, dweight] = call_bwd<RmsNormBwdOp>(dy, x, rstd, normalized_shape_, weight);
-      out[0] = std::move(dx);
-      out[1] = has_weight_ ? std::move(dweight) : at::Tensor();
-    } else {
-      const at::Tensor mean = mean_.unpack();
-      const std::optional<at::Tensor> bias = has_bias_ ? std::optional<at::Tensor>(bias_.unpack()) : std::nullopt;
-      lock.unlock();
-      auto [dx, dweight, dbias] = call_bwd<LayerNormBwdOp>(dy, x, mean, rstd, normalized_shape_, weight, bias);
-      out[0] = std::move(dx);
-      out[1] = has_weight_ ? std::move(dweight) : at::Tensor();
-      out[2] = has_bias_ ? std::move(dbias) : at::Tensor();
-    }
-    return out;
-  }
-
-  void release_variables() override {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    x_.reset_data();
-    mean_.reset_data();
-    rstd_.reset_data();
-    weight_.reset_data();
-    bias_.reset_data();
-  }
-
-  SavedVariable x_, mean_, rstd_, weight_, bias_;
-  std::vector<int64_t> normalized_shape_;
-  bool has_weight_ = false;
-  bool has_bias_ = false;
-};
-
-// Records a NormBackward for y: its edges to x and the parameters, what it saves, y's history.
-template <bool kRms>
-void record(const at::Tensor& y, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-            c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-            const std::optional<at::Tensor>& bias) {
-  auto node = std::shared_ptr<NormBackward<kRms>>(new NormBackward<kRms>(), torch::autograd::deleteNode);
-  if constexpr (kRms) {
-    node->set_next_edges(torch::autograd::collect_next_edges(x, weight));
-  } else {
-    node->set_next_edges(torch::autograd::collect_next_edges(x, weight, bias));
-  }
-  node->x_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
-  if (mean.defined()) {
-    node->mean_ = torch::autograd::SavedVariable(mean, false);
-  }
-  node->rstd_ = torch::autograd::SavedVariable(rstd, false);
-  node->has_weight_ = weight.has_value();
-  if (weight) {
-    node->weight_ = torch::autograd::SavedVariable(*weight, false);
-  }
-  node->has_bias_ = bias.has_value();
-  if (bias) {
-    node->bias_ = torch::autograd::SavedVariable(*bias, false);
-  }
-  node->normalized_shape_ = normalized_shape.vec();
-  torch::autograd::set_history(y, node);
-}
-
-// -----------------------------------------------------------------------------
-// The fused residual ops: (y, h) = (norm(x + residual), x + residual)
-// -----------------------------------------------------------------------------
-
-// The gradients of x, residual, weight and bias from those of y (dy) and h (dh), either of which
-// may be absent (an output not used). x and residual both receive the gradient of h; x's in its
-// own dtype when that is narrower.
-struct AddNormGrads {
-  at::Tensor dx;
-  at::Tensor dresidual;
-  at::Tensor dweight;
-  at::Tensor dbias;
-};
-
-AddNormGrads add_norm_grads(const at::Tensor& dy, const at::Tensor& dh, const variable_list& saved,
-                            const std::optional<at::Tensor>& mean, const std::optional<at::Tensor>& weight,
-                            const std::optional<at::Tensor>& bias, AutogradContext* ctx) {
-  const auto x_dtype = ctx->saved_data["x_dtype"].toScalarType();
-  const at::Tensor& h = saved[0];
-  if (!dy.defined()) {
-    return {dh.defined() ? dh.to(x_dtype) : at::Tensor(), dh, at::Tensor(), at::Tensor()};
-  }
-  const at::Tensor& rstd = saved[mean ? 2 : 1];
-  const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
-  auto [dsum, dx, dweight, dbias] =
-      call_bwd<AddNormBwdOp>(dy, defined_or_none(dh), h, mean, rstd, normalized_shape, weight, bias, x_dtype);
-  return {x_dtype == h.scalar_type() ? dsum : dx, dsum, weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor()};
-}
-
-// Saves h, the statistics and the parameters. With kStats (the *_fwd ops) the statistics are
-// outputs too, without a gradient; without (the public ops), y and h are the only outputs.
-template <bool kStats>
-struct AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunction<kStats>> {
+struct AddLayerNormFwdFunction : public torch::autograd::Function<AddLayerNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                                const std::optional<at::Tensor>& bias, double eps) {
@@ -380,26 +292,21 @@ struct AddLayerNormFunction : public torch::autograd::Function<AddLayerNormFunct
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->saved_data["x_dtype"] = x.scalar_type();
     ctx->set_materialize_grads(false);
-    if constexpr (kStats) {
-      ctx->mark_non_differentiable({mean, rstd});
-      return {y, h, mean, rstd};
-    } else {
-      return {y, h};
-    }
+    ctx->mark_non_differentiable({mean, rstd});
+    return {y, h, mean, rstd};
   }
 
   // x, residual, normalized_shape, weight, bias, eps.
   static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
     const variable_list saved = ctx->get_saved_variables();
-    const std::optional<at::Tensor> weight = defined_or_none(saved[3]);
-    const std::optional<at::Tensor> bias = defined_or_none(saved[4]);
-    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved, saved[1], weight, bias, ctx);
+    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved[0], saved[1], saved[2],
+                                          ctx->saved_data["normalized_shape"].toIntVector(), defined_or_none(saved[3]),
+                                          defined_or_none(saved[4]), ctx->saved_data["x_dtype"].toScalarType());
     return {g.dx, g.dresidual, at::Tensor(), g.dweight, g.dbias, at::Tensor()};
   }
 };
 
-template <bool kStats>
-struct AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction<kStats>> {
+struct AddRmsNormFwdFunction : public torch::autograd::Function<AddRmsNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, double eps) {
     const at::AutoDispatchBelowADInplaceOrView below;
@@ -408,22 +315,120 @@ struct AddRmsNormFunction : public torch::autograd::Function<AddRmsNormFunction<
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->saved_data["x_dtype"] = x.scalar_type();
     ctx->set_materialize_grads(false);
-    if constexpr (kStats) {
-      ctx->mark_non_differentiable({rstd});
-      return {y, h, rstd};
-    } else {
-      return {y, h};
-    }
+    ctx->mark_non_differentiable({rstd});
+    return {y, h, rstd};
   }
 
   // x, residual, normalized_shape, weight, eps.
   static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
     const variable_list saved = ctx->get_saved_variables();
-    const std::optional<at::Tensor> weight = defined_or_none(saved[2]);
-    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved, std::nullopt, weight, std::nullopt, ctx);
+    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved[0], std::nullopt, saved[1],
+                                          ctx->saved_data["normalized_shape"].toIntVector(), defined_or_none(saved[2]),
+                                          std::nullopt, ctx->saved_data["x_dtype"].toScalarType());
     return {g.dx, g.dresidual, at::Tensor(), g.dweight, at::Tensor()};
   }
 };
+
+// -----------------------------------------------------------------------------
+// The public ops: a hand-written node
+// -----------------------------------------------------------------------------
+
+// The node a call of a public op records, one class per op: layer_norm / rms_norm (y = norm(x);
+// next edges x, weight, bias) and, with kAdd, add_layer_norm / add_rms_norm ((y, h); next edges x,
+// residual, weight, bias). RMSNorm has no bias edge. An absent or non-differentiable input is an
+// empty edge. It saves what the *_bwd op needs: the normalised input (x; h for the fused ops,
+// saved as an output of the node), the statistics, the present parameters, normalized_shape.
+template <bool kRms, bool kAdd>
+struct NormBackward final : public torch::autograd::Node {
+  using SavedVariable = torch::autograd::SavedVariable;
+
+  std::string name() const override {
+    if constexpr (kAdd) {
+      return kRms ? "AddRmsNormBackward" : "AddLayerNormBackward";
+    } else {
+      return kRms ? "RmsNormBackward" : "LayerNormBackward";
+    }
+  }
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor& dy = grads[0];
+    variable_list out(num_outputs());  // one gradient per next edge
+    if (!kAdd && !dy.defined()) {
+      return out;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);  // the saved variables, under concurrent backwards
+    const at::Tensor input = kAdd ? input_.unpack(shared_from_this()) : input_.unpack();
+    std::optional<at::Tensor> mean;
+    if constexpr (!kRms) {
+      mean = mean_.unpack();
+    }
+    const at::Tensor rstd = rstd_.unpack();
+    const std::optional<at::Tensor> weight = has_weight_ ? std::optional<at::Tensor>(weight_.unpack()) : std::nullopt;
+    const std::optional<at::Tensor> bias = has_bias_ ? std::optional<at::Tensor>(bias_.unpack()) : std::nullopt;
+    lock.unlock();
+
+    constexpr size_t kWeight = kAdd ? 2 : 1;  // the edges: x, [residual,] weight, [bias]
+    at::Tensor dweight;
+    at::Tensor dbias;
+    if constexpr (kAdd) {
+      AddNormGrads g = add_norm_grads(dy, grads[1], input, mean, rstd, normalized_shape_, weight, bias, x_dtype_);
+      out[0] = std::move(g.dx);
+      out[1] = std::move(g.dresidual);
+      dweight = std::move(g.dweight);
+      dbias = std::move(g.dbias);
+    } else if constexpr (kRms) {
+      std::tie(out[0], dweight) = call_bwd<RmsNormBwdOp>(dy, input, rstd, normalized_shape_, weight);
+    } else {
+      std::tie(out[0], dweight, dbias) =
+          call_bwd<LayerNormBwdOp>(dy, input, *mean, rstd, normalized_shape_, weight, bias);
+    }
+    out[kWeight] = weight ? std::move(dweight) : at::Tensor();
+    if constexpr (!kRms) {
+      out[kWeight + 1] = bias ? std::move(dbias) : at::Tensor();
+    }
+    return out;
+  }
+
+  void release_variables() override {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    input_.reset_data();
+    mean_.reset_data();
+    rstd_.reset_data();
+    weight_.reset_data();
+    bias_.reset_data();
+  }
+
+  SavedVariable input_, mean_, rstd_, weight_, bias_;
+  std::vector<int64_t> normalized_shape_;
+  bool has_weight_ = false;
+  bool has_bias_ = false;
+  c10::ScalarType x_dtype_ = c10::ScalarType::Undefined;  // kAdd: the dtype of x's gradient
+};
+
+// A node with its next edges and everything it saves but the normalised input.
+template <bool kRms, bool kAdd>
+std::shared_ptr<NormBackward<kRms, kAdd>> make_node(torch::autograd::edge_list next_edges, const at::Tensor& mean,
+                                                    const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
+                                                    const std::optional<at::Tensor>& weight,
+                                                    const std::optional<at::Tensor>& bias) {
+  using torch::autograd::SavedVariable;
+  auto node = std::shared_ptr<NormBackward<kRms, kAdd>>(new NormBackward<kRms, kAdd>(), torch::autograd::deleteNode);
+  node->set_next_edges(std::move(next_edges));
+  if constexpr (!kRms) {
+    node->mean_ = SavedVariable(mean, /*is_output=*/false);
+  }
+  node->rstd_ = SavedVariable(rstd, /*is_output=*/false);
+  node->has_weight_ = weight.has_value();
+  if (weight) {
+    node->weight_ = SavedVariable(*weight, /*is_output=*/false);
+  }
+  node->has_bias_ = bias.has_value();
+  if (bias) {
+    node->bias_ = SavedVariable(*bias, /*is_output=*/false);
+  }
+  node->normalized_shape_ = normalized_shape.vec();
+  return node;
+}
 
 }  // namespace
 
@@ -443,7 +448,10 @@ at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, co
     const at::AutoDispatchBelowADInplaceOrView below;
     std::tie(y, mean, rstd) = op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
   }
-  record<false>(y, x, mean, rstd, normalized_shape, weight, bias);
+  auto node = make_node<false, false>(torch::autograd::collect_next_edges(x, weight, bias), mean, rstd,
+                                      normalized_shape, weight, bias);
+  node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
+  torch::autograd::set_history(y, node);
   return y;
 }
 
@@ -458,7 +466,10 @@ at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, cons
     const at::AutoDispatchBelowADInplaceOrView below;
     std::tie(y, rstd) = op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
   }
-  record<true>(y, x, at::Tensor(), rstd, normalized_shape, weight, std::nullopt);
+  auto node = make_node<true, false>(torch::autograd::collect_next_edges(x, weight), at::Tensor(), rstd,
+                                     normalized_shape, weight, std::nullopt);
+  node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
+  torch::autograd::set_history(y, node);
   return y;
 }
 
@@ -511,23 +522,43 @@ std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at:
                                                   c10::IntArrayRef normalized_shape,
                                                   const std::optional<at::Tensor>& weight,
                                                   const std::optional<at::Tensor>& bias, double eps) {
-  if (records(x, residual, weight, bias)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor>>(
-        AddLayerNormFunction<false>::apply(x, residual, normalized_shape, weight, bias, eps));
+  if (!records(x, residual, weight, bias)) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    return op<AddLayerNormOp>().call(x, residual, normalized_shape, weight, bias, eps);
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<AddLayerNormOp>().call(x, residual, normalized_shape, weight, bias, eps);
+  at::Tensor y, h, mean, rstd;
+  {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    std::tie(y, h, mean, rstd) = op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
+  }
+  auto node = make_node<false, true>(torch::autograd::collect_next_edges(x, residual, weight, bias), mean, rstd,
+                                     normalized_shape, weight, bias);
+  node->x_dtype_ = x.scalar_type();
+  torch::autograd::set_history(y, node);
+  torch::autograd::set_history(h, node);
+  node->input_ = torch::autograd::SavedVariable(h, /*is_output=*/true);  // after h's history: no cycle
+  return {y, h};
 }
 
 std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, double eps) {
-  if (records(x, residual, weight)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor>>(
-        AddRmsNormFunction<false>::apply(x, residual, normalized_shape, weight, eps));
+  if (!records(x, residual, weight)) {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    return op<AddRmsNormOp>().call(x, residual, normalized_shape, weight, eps);
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<AddRmsNormOp>().call(x, residual, normalized_shape, weight, eps);
+  at::Tensor y, h, rstd;
+  {
+    const at::AutoDispatchBelowADInplaceOrView below;
+    std::tie(y, h, rstd) = op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
+  }
+  auto node = make_node<true, true>(torch::autograd::collect_next_edges(x, residual, weight), at::Tensor(), rstd,
+                                    normalized_shape, weight, std::nullopt);
+  node->x_dtype_ = x.scalar_type();
+  torch::autograd::set_history(y, node);
+  torch::autograd::set_history(h, node);
+  node->input_ = torch::autograd::SavedVariable(h, /*is_output=*/true);
+  return {y, h};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
@@ -535,7 +566,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   if (records(x, residual, weight, bias)) {
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>>(
-        AddLayerNormFunction<true>::apply(x, residual, normalized_shape, weight, bias, eps));
+        AddLayerNormFwdFunction::apply(x, residual, normalized_shape, weight, bias, eps));
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
@@ -546,7 +577,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor
                                                                 const std::optional<at::Tensor>& weight, double eps) {
   if (records(x, residual, weight)) {
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
-        AddRmsNormFunction<true>::apply(x, residual, normalized_shape, weight, eps));
+        AddRmsNormFwdFunction::apply(x, residual, normalized_shape, weight, eps));
   }
   const at::AutoDispatchBelowADInplaceOrView below;
   return op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);

@@ -189,6 +189,60 @@ def test_which_ops_run(op, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", OPS)
+def test_node_frees_its_graph_and_checks_h(op, device):
+    """The recorded node: named, retains or frees its graph as asked, and refuses an h (which it
+    saves) modified in place before the backward."""
+    N = 32
+    x, r, w, b = make(op, 4, N, torch.float32, torch.float32, device)
+    for t in (x, r, w, b):
+        if t is not None:
+            t.requires_grad_(True)
+    y, h = ours(op, x, r, N, w, b)
+    assert y.grad_fn is h.grad_fn
+    assert y.grad_fn.name() == {"layer_norm": "AddLayerNormBackward", "rms_norm": "AddRmsNormBackward"}[op]
+    loss = (y * y).sum() + h.sum()
+    loss.backward(retain_graph=True)
+    first = [t.grad.clone() for t in (x, r, w, b) if t is not None]
+    loss.backward()
+    for t, g in zip([t for t in (x, r, w, b) if t is not None], first):
+        torch.testing.assert_close(t.grad, 2 * g)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        loss.backward()
+    y, h = ours(op, x, r, N, w, b)
+    h.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("wanted", ["x", "residual", "weight", "bias"])
+def test_gradients_only_where_wanted(op, wanted, device):
+    if op == "rms_norm" and wanted == "bias":
+        pytest.skip("rms_norm has no bias")
+    N = 48
+    x, r, w, b = make(op, 5, N, torch.float64, torch.float64, device)
+    inputs = {"x": x, "residual": r, "weight": w, "bias": b}
+    inputs[wanted].requires_grad_(True)
+    y, h = ours(op, x, r, N, w, b)
+    dy, dh = torch.randn_like(y), torch.randn_like(h)
+    torch.autograd.backward([y, h], [dy, dh])
+    refs = {k: t.detach().clone().requires_grad_(k == wanted) if t is not None else None for k, t in inputs.items()}
+    h_ref = refs["x"] + refs["residual"]
+    y_ref = norm64(op, h_ref, N, refs["weight"], refs["bias"])
+    outs = [(o, g) for o, g in ((y_ref, dy), (h_ref, dh)) if o.requires_grad]  # h_ref: only from x, residual
+    torch.autograd.backward([o for o, _ in outs], [g for _, g in outs])
+    for name, t in inputs.items():
+        if t is None:
+            continue
+        if name == wanted:
+            torch.testing.assert_close(t.grad, refs[name].grad)
+        else:
+            assert t.grad is None, f"{name} does not require grad but received one"
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("params", ["none", "weight", "all"])
 def test_gradcheck(op, params, device):
     x, r, w, b = make(op, 3, 8, torch.float64, torch.float64, device, params="none" if params == "none" else "affine")

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_norm import TOL, assert_close
+from test_norm import assert_close
 
 import reference_ops
 
