@@ -59,9 +59,7 @@ def get_extensions():
     cxx = ["-O0", "-g"] if debug else ["-O3"]
     # No -std flag: torch.utils.cpp_extension passes the C++ standard its own headers need.
     nvcc = ["-O0", "-g", "-G"] if debug else ["-O3", "-lineinfo"]
-    sources = sorted(
-        glob.glob(os.path.join(HERE, "csrc", "*.cpp")) + glob.glob(os.path.join(HERE, "csrc", "*.cu"))
-    )
+    sources = sorted(glob.glob(os.path.join(HERE, "csrc", "*.cpp")) + glob.glob(os.path.join(HERE, "csrc", "*.cu")))
     sources = [os.path.relpath(s, HERE) for s in sources]
     return [
         CUDAExtension(

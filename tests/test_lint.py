@@ -146,3 +146,40 @@ def test_whitespace_end_of_file_and_size(projects):
             if line != line.rstrip():
                 problems.append(f"{path}:{number}: trailing whitespace")
     assert not problems, "\n".join(problems[:50])
+
+
+# -----------------------------------------------------------------------------
+# reference_ops: the same linters and rules as the generated projects
+# -----------------------------------------------------------------------------
+
+REFERENCE_OPS = Path(__file__).resolve().parents[1] / "reference_ops"
+
+
+def test_reference_ops_has_the_projects_rules():
+    template = Path(bake.TEMPLATE) / "{{cookiecutter.project_slug}}"
+    assert (REFERENCE_OPS / ".clang-format").read_text() == (template / ".clang-format").read_text()
+    # The template's pyproject.toml is Jinja: its [tool.ruff] tables are read on their own.
+    ours, theirs = (tomllib.loads(ruff_tables(path / "pyproject.toml")) for path in (REFERENCE_OPS, template))
+    assert ours["tool"]["ruff"] and ours == theirs
+
+
+def ruff_tables(pyproject: Path) -> str:
+    """The [tool.ruff] and [tool.ruff.*] tables of a pyproject.toml, as TOML text."""
+    keep, lines = False, []
+    for line in pyproject.read_text().splitlines():
+        if line.startswith("["):
+            keep = line.startswith("[tool.ruff")
+        if keep:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def test_reference_ops_lint_clean():
+    sources = sorted(p for p in (REFERENCE_OPS / "csrc").iterdir() if p.suffix in CPP_SUFFIXES)
+    assert len(sources) > 5
+    clang = subprocess.run([tool("clang-format"), "--dry-run", "-Werror", "--style=file", *map(str, sources)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert clang.returncode == 0, clang.stderr[:6000]
+    for args in (["check", "--no-fix"], ["format", "--check"]):
+        result = subprocess.run([tool("ruff"), *args, "--no-cache", str(REFERENCE_OPS)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout[:6000] + result.stderr[:2000]

@@ -119,7 +119,6 @@ def copy_bandwidth_gbps() -> float:
     graphed = median_ms(lambda: dst.copy_(src), 1, 50)
     eager = eager_median_ms(lambda: dst.copy_(src), 50)
     print(f"copy of 1 GiB: {graphed:.3f} ms in a CUDA graph, {eager:.3f} ms launched eagerly", flush=True)
-    del src, dst
     return 2 * (1 << 30) / (min(graphed, eager) * 1e-3) / 1e9
 
 
@@ -197,7 +196,7 @@ def bench_case(op, dtype, m, n, compile_fn, copy_gbps, replays):
         grads = torch.autograd.grad(y, params, dy)
         torch.cuda.synchronize()
         first_call_s = time.perf_counter() - t0
-        err = max([rel_err(y, y_ref)] + [rel_err(g, r) for g, r in zip(grads, g_ref)])
+        err = max([rel_err(y, y_ref)] + [rel_err(g, r) for g, r in zip(grads, g_ref, strict=False)])
         checks[impl] = (err, first_call_s)
         del y, grads
 
@@ -259,8 +258,12 @@ def print_table(rows, copy_gbps):
     print(f"\ncopy bandwidth (read + write, 1 GiB): {copy_gbps:.0f} GB/s")
     print("large shapes: GB/s (% of copy bandwidth); few-row shapes: microseconds per call")
     for nbytes, pct in sorted(_SAME_BYTES_COPY.items()):
-        print(f"a copy of {nbytes / 2**20:.1f} MiB (one forward call's read + write) timed like the ops: {pct:.0f}% of it")
-    hdr = f"{'op':<10} {'dtype':<8} {'MxN':>12} | {'ours fwd':>15} {'ours bwd':>15} | {'eager fwd':>15} {'eager bwd':>15} | {'compile fwd':>15} {'compile bwd':>15} | ok"
+        mib = nbytes / 2**20
+        print(f"a copy of {mib:.1f} MiB (one forward call's read + write) timed like the ops: {pct:.0f}% of it")
+    hdr = (
+        f"{'op':<10} {'dtype':<8} {'MxN':>12} | {'ours fwd':>15} {'ours bwd':>15} | {'eager fwd':>15}"
+        f" {'eager bwd':>15} | {'compile fwd':>15} {'compile bwd':>15} | ok"
+    )
     print(hdr)
     print("-" * len(hdr))
     keyed = {}
@@ -279,7 +282,8 @@ def print_table(rows, copy_gbps):
                     cells.append(f"{r[d + '_GBps']:>7.0f} ({r[d + '_pct_copy']:>3.0f}%)")
         ok = all(r["ok"] for r in impls.values())
         print(
-            f"{op:<10} {dtype:<8} {f'{m}x{n}':>12} | {cells[0]} {cells[1]} | {cells[2]} {cells[3]} | {cells[4]} {cells[5]} | {'ok' if ok else 'FAIL'}"
+            f"{op:<10} {dtype:<8} {f'{m}x{n}':>12} | {cells[0]} {cells[1]} | {cells[2]} {cells[3]}"
+            f" | {cells[4]} {cells[5]} | {'ok' if ok else 'FAIL'}"
         )
 
 

@@ -82,7 +82,7 @@ def bench_case(op, pair, m, n, compile_fn, copy_gbps, replays):
     for impl, fn in fns.items():
         y, h = fn(x, r, w, b)
         grads = torch.autograd.grad([y, h], leaves, [dy, dh])
-        errs[impl] = max([rel_err(y, y_ref.detach())] + [rel_err(g, gr) for g, gr in zip(grads, g_ref)])
+        errs[impl] = max([rel_err(y, y_ref.detach())] + [rel_err(g, gr) for g, gr in zip(grads, g_ref, strict=False)])
         del y, h, grads
 
     timers = {}
@@ -135,7 +135,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", default="rms_norm,layer_norm")
     parser.add_argument("--pairs", default=",".join(PAIRS))
-    parser.add_argument("--shapes", help="e.g. 16384x4096,8192x8192 (default: %s)" % SHAPES)
+    parser.add_argument("--shapes", help=f"e.g. 16384x4096,8192x8192 (default: {SHAPES})")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--replays", type=int, default=30)
     args = parser.parse_args(argv)
@@ -158,7 +158,7 @@ def main(argv=None) -> int:
                     print(
                         f"{row['op']:<16} {pair:<10} {f'{m}x{n}':<12} {row['impl']:<8} {row['fwd_us']:>9.1f}"
                         f" {row['fwd_pct_copy']:>9.1f} {row['bwd_us']:>9.1f} {row['bwd_pct_copy']:>9.1f}"
-                        f"  {'ok' if row['ok'] else 'WRONG %.2e' % row['max_rel_err']}",
+                        f"  {'ok' if row['ok'] else 'WRONG {:.2e}'.format(row['max_rel_err'])}",
                         flush=True,
                     )
     return 1 if failed else 0

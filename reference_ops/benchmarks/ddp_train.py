@@ -165,15 +165,15 @@ def compare(one: dict, many: dict) -> bool:
         b = many["results"][arch]
         print(f"\n{arch}: loss per step, 1 process vs {w} processes")
         print(f"{'step':>5} {'1 proc':>12} {f'{w} procs':>12} {'rel diff':>10}")
-        for i, (la, lb) in enumerate(zip(a["losses"], b["losses"])):
+        for i, (la, lb) in enumerate(zip(a["losses"], b["losses"], strict=False)):
             print(f"{i:>5} {la:>12.6f} {lb:>12.6f} {abs(la - lb) / abs(la):>10.2e}")
 
-        def grad_diff(key: str) -> float:
+        def grad_diff(key: str, a=a, b=b) -> float:
             return max(max_rel(b[key][n], a[key][n]) for n in a[key])
 
         diffs = {
             "first_grad": grad_diff("norm_first_grads"),
-            "loss": max(abs(la - lb) / abs(la) for la, lb in zip(a["losses"], b["losses"])),
+            "loss": max(abs(la - lb) / abs(la) for la, lb in zip(a["losses"], b["losses"], strict=False)),
             "param": max(max_rel(b["norm_params"][n], a["norm_params"][n]) for n in a["norm_params"]),
         }
         for key, value in diffs.items():
@@ -208,7 +208,8 @@ def launch(args, world: int, out: str) -> None:
 def worker_args(args) -> list[str]:
     return [
         "--device", args.device, "--archs", args.archs, "--size", args.size, "--steps", str(args.steps),
-        "--global-batch", str(args.global_batch), "--micro-batches", str(args.micro_batches), "--seq", str(args.seq), "--lr", str(args.lr),
+        "--global-batch", str(args.global_batch), "--micro-batches", str(args.micro_batches),
+        "--seq", str(args.seq), "--lr", str(args.lr),
         "--seed", str(args.seed), "--impls", args.impls,
     ]  # fmt: skip
 
@@ -255,8 +256,9 @@ def main(argv=None) -> int:
     if args.device == "cuda" and torch.cuda.device_count() < args.nproc:
         parser.error(f"{args.nproc} processes need {args.nproc} GPUs; {torch.cuda.device_count()} visible")
     print(
-        f"{args.archs} ({args.size}), reference_ops norms ({args.impls}), {args.steps} steps, global batch {args.global_batch}"
-        f" x {args.seq} tokens, {args.device} ({'nccl' if args.device == 'cuda' else 'gloo'}), 1 vs {args.nproc} processes"
+        f"{args.archs} ({args.size}), reference_ops norms ({args.impls}), {args.steps} steps,"
+        f" global batch {args.global_batch} x {args.seq} tokens,"
+        f" {args.device} ({'nccl' if args.device == 'cuda' else 'gloo'}), 1 vs {args.nproc} processes"
     )
     with tempfile.TemporaryDirectory() as tmp:
         if args.results_dir:

@@ -146,7 +146,7 @@ def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rto
     losses = {impl: [float(v) for v in timed[impl][1]] for impl in IMPLS}
     ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
     rtol = LOSS_RTOL["bf16" if amp else "fp32"] if loss_rtol is None else loss_rtol
-    worst = max(abs(a - b) / abs(b) for impl in OURS for a, b in zip(losses[impl], losses["torch"]))
+    worst = max(abs(a - b) / abs(b) for impl in OURS for a, b in zip(losses[impl], losses["torch"], strict=False))
     check = dict(what="loss curve", max_diff=worst, tol=rtol, ok=worst <= rtol)
     return ms, check, losses
 
@@ -165,7 +165,7 @@ def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, 
     tol = LOGITS_RTOL[dtype]
 
     def compare(outs: dict) -> dict:
-        worst = max(rel_diff(a, b) for impl in OURS for a, b in zip(outs[impl], outs["torch"]))
+        worst = max(rel_diff(a, b) for impl in OURS for a, b in zip(outs[impl], outs["torch"], strict=False))
         return dict(what="logits", max_diff=worst, tol=tol, ok=worst <= tol)
 
     with torch.no_grad():
@@ -188,7 +188,7 @@ def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, 
                 runs[impl](tokens[:, :prompt], head, caches[impl])
             pos = {impl: prompt for impl in IMPLS}
 
-            def decode(impl):
+            def decode(impl, pos=pos, tokens=tokens, caches=caches):
                 p = pos[impl]
                 pos[impl] += 1
                 return runs[impl](tokens[:, p : p + 1], torch.tensor([p], device=device), caches[impl])

@@ -19,8 +19,8 @@ a prefill and a decode step once each.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -87,13 +87,13 @@ class KVCache:
 
     def __init__(self, cfg: Config, batch: int, device, dtype) -> None:
         shape = (batch, cfg.n_heads, cfg.max_seq, cfg.head_dim)
-        self.layers: List[Tuple[Tensor, Tensor]] = [
+        self.layers: list[tuple[Tensor, Tensor]] = [
             (torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype))
             for _ in range(cfg.n_layers)
         ]
 
 
-def rotary(positions: Tensor, head_dim: int) -> Tuple[Tensor, Tensor]:
+def rotary(positions: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:
     """cos and sin of the rotation angles, (T, head_dim / 2), float32 whatever the model's dtype."""
     half = head_dim // 2
     inv_freq = 1.0 / (10000.0 ** (torch.arange(half, dtype=torch.float32, device=positions.device) / half))
@@ -119,8 +119,8 @@ class Attention(nn.Module):
         self,
         x: Tensor,
         positions: Tensor,
-        rot: Optional[Tuple[Tensor, Tensor]],
-        cache: Optional[Tuple[Tensor, Tensor]],
+        rot: tuple[Tensor, Tensor] | None,
+        cache: tuple[Tensor, Tensor] | None,
     ) -> Tensor:
         b, t, _ = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.cfg.n_heads, self.cfg.head_dim).permute(2, 0, 3, 1, 4)
@@ -214,7 +214,7 @@ class Decoder(nn.Module):
             else:
                 nn.init.zeros_(p)
 
-    def forward(self, tokens: Tensor, positions: Optional[Tensor] = None, cache: Optional[KVCache] = None) -> Tensor:
+    def forward(self, tokens: Tensor, positions: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
         if positions is None:
             positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.embed(tokens)

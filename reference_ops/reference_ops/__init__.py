@@ -1,9 +1,9 @@
 """Fused LayerNorm and RMSNorm for PyTorch (CUDA and CPU), registered through torch.library.
 
-    import reference_ops
-    y = reference_ops.layer_norm(x, (hidden,), weight, bias)
-    norm = reference_ops.RMSNorm(hidden, device="cuda", dtype=torch.bfloat16)
-    y, h = reference_ops.add_rms_norm(x, residual, (hidden,), weight)  # h = x + residual
+import reference_ops
+y = reference_ops.layer_norm(x, (hidden,), weight, bias)
+norm = reference_ops.RMSNorm(hidden, device="cuda", dtype=torch.bfloat16)
+y, h = reference_ops.add_rms_norm(x, residual, (hidden,), weight)  # h = x + residual
 """
 
 import torch  # noqa: F401  (loads libtorch, which _C links against)

@@ -126,7 +126,7 @@ def test_fused_kernels_run_where_they_should(op, pair):
     for N, fused in [(1024, True), (4096, True), (1001, False), (32768, False)]:
         x, r, w, b = make(op, 4, N, x_dtype, r_dtype, "cuda")
         x.requires_grad_(True)
-        names = fused_kernels_ran(lambda: ours(op, x, r, N, w, b)[0].sum().backward())
+        names = fused_kernels_ran(lambda x=x, r=r, N=N, w=w, b=b: ours(op, x, r, N, w, b)[0].sum().backward())
         ran = {"add_norm_fwd_kernel", "add_norm_bwd_kernel"} & names
         assert ran == ({"add_norm_fwd_kernel", "add_norm_bwd_kernel"} if fused else set()), (N, names)
 
@@ -204,7 +204,7 @@ def test_node_frees_its_graph_and_checks_h(op, device):
     loss.backward(retain_graph=True)
     first = [t.grad.clone() for t in (x, r, w, b) if t is not None]
     loss.backward()
-    for t, g in zip([t for t in (x, r, w, b) if t is not None], first):
+    for t, g in zip([t for t in (x, r, w, b) if t is not None], first, strict=False):
         torch.testing.assert_close(t.grad, 2 * g)
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         loss.backward()

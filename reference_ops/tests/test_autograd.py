@@ -243,7 +243,7 @@ def test_node_is_named_and_frees_its_graph(op, device):
     y.backward(dy, retain_graph=True)
     first = [t.grad.clone() for t in (x, w, b) if t is not None]
     y.backward(dy)  # retained: the same gradients again, accumulated
-    for t, g in zip([t for t in (x, w, b) if t is not None], first):
+    for t, g in zip([t for t in (x, w, b) if t is not None], first, strict=False):
         torch.testing.assert_close(t.grad, 2 * g)
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         y.backward(dy)

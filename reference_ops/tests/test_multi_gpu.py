@@ -58,7 +58,7 @@ def same_gpus() -> bool:
 
 
 def check(results, baseline, reference, dtype, device):
-    for name, out, base, ref in zip(("y", "dx", "dweight", "dbias"), results, baseline, reference):
+    for name, out, base, ref in zip(("y", "dx", "dweight", "dbias"), results, baseline, reference, strict=False):
         assert out.device == torch.device("cuda", device), f"{name} is on {out.device}, not cuda:{device}"
         assert out.dtype == dtype
         # The same GPU model runs the same kernels with the same launch: bit for bit. (GPUs of other

@@ -113,7 +113,7 @@ def check_against_reference(op, mode, M, N, dtype, device, eps=None, leading=Non
     centered = x64 - x64.mean(-1, keepdim=True) if op == "layer_norm" else x64
     rstd = (centered.pow(2).mean(-1, keepdim=True) + ref_eps).rsqrt()
     dx_terms = (rstd * dy.double() * (1.0 if w is None else w.double())).abs().max().item()
-    for name, g, g_ref, t in zip(("dx", "dweight", "dbias"), grads, grads_ref, (x, w, b)):
+    for name, g, g_ref, t in zip(("dx", "dweight", "dbias"), grads, grads_ref, (x, w, b), strict=False):
         if t is None:
             continue
         assert g.dtype == t.dtype, f"{name} dtype {g.dtype} != {t.dtype}"
@@ -236,8 +236,8 @@ def test_forward_on_both_sides_of_the_l2_size(op, dtype, N, side):
 # (float32) or 2.6e5 (float16). Statistics from float sums of x and x^2 lose enough of the
 # variance to cancellation to fail here (y off by 3e-3 to 6e-3 in float32, 0.1 to 0.3 in
 # float16); the kernels' two-pass sums and their one-reduction form (every thread's sum and M2
-# about its own mean, combined pairwise) must not. Widths cover each forward path: fixed groups (512), bounded rows (4096), spans (1023),
-# 8-pack rows (16-bit 32768), cluster slices (65536).
+# about its own mean, combined pairwise) must not. Widths cover each forward path: fixed groups
+# (512), bounded rows (4096), spans (1023), 8-pack rows (16-bit 32768), cluster slices (65536).
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("N", [512, 1023, 4096, 32768, 65536])
 @pytest.mark.parametrize(
@@ -319,10 +319,10 @@ def test_gradcheck_float64(op, device):
         w = torch.randn(N, device=device, dtype=torch.float64, requires_grad=True)
         if op == "layer_norm":
             b = torch.randn(N, device=device, dtype=torch.float64, requires_grad=True)
-            fn = lambda x, w, b: reference_ops.layer_norm(x, (N,), w, b)  # noqa: E731
+            fn = lambda x, w, b, N=N: reference_ops.layer_norm(x, (N,), w, b)  # noqa: E731
             assert torch.autograd.gradcheck(fn, (x, w, b))
         else:
-            fn = lambda x, w: reference_ops.rms_norm(x, (N,), w)  # noqa: E731
+            fn = lambda x, w, N=N: reference_ops.rms_norm(x, (N,), w)  # noqa: E731
             assert torch.autograd.gradcheck(fn, (x, w))
 
 
@@ -382,7 +382,7 @@ def test_torch_compile_fullgraph(op, device):
     loss_e = f(x, w, b)
     grads_e = torch.autograd.grad(loss_e, params)
     torch.testing.assert_close(loss_c, loss_e, rtol=1e-5, atol=1e-5)
-    for gc, ge in zip(grads_c, grads_e):
+    for gc, ge in zip(grads_c, grads_e, strict=False):
         torch.testing.assert_close(gc, ge, rtol=1e-4, atol=1e-4)
 
 
@@ -423,7 +423,7 @@ def test_backward_is_deterministic(op, shape, dtype, device):
     x, w, b, dy = make_inputs(op, "affine", M, N, dtype, device)
     _, first = forward_backward(ours, op, x, N, w, b, dy, 1e-5)
     _, second = forward_backward(ours, op, x, N, w, b, dy, 1e-5)
-    for name, g1, g2 in zip(("dx", "dweight", "dbias"), first, second):
+    for name, g1, g2 in zip(("dx", "dweight", "dbias"), first, second, strict=False):
         if g1 is not None:
             assert torch.equal(g1, g2), f"{name} differs between two identical backward passes"
 
@@ -477,13 +477,13 @@ def test_cuda_graph_capture(op, N):
     for _ in range(2):
         new = make_inputs(op, "affine", M, N, torch.bfloat16, "cuda")
         with torch.no_grad():
-            for dst, src in zip(leaves + [dy], list(new[:3]) + [new[3]]):
+            for dst, src in zip(leaves + [dy], list(new[:3]) + [new[3]], strict=False):
                 if dst is not None:
                     dst.copy_(src)
         graph.replay()
         y_eager, grads_eager = forward_backward(ours, op, new[0], N, new[1], new[2], new[3], 1e-5)
         assert torch.equal(y_static, y_eager)
-        for gs, ge in zip(grads_static, [g for g in grads_eager if g is not None]):
+        for gs, ge in zip(grads_static, [g for g in grads_eager if g is not None], strict=False):
             assert torch.equal(gs, ge)
 
 
@@ -506,15 +506,13 @@ def test_runs_on_the_current_stream(op):
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     assert torch.equal(y, expected)
-    for g, ge in zip(grads, expected_grads):
+    for g, ge in zip(grads, expected_grads, strict=False):
         if g is not None:
             assert torch.equal(g, ge)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize(
-    "kind", ["layer", "layer_no_bias", "layer_no_affine", "rms", "rms_eps", "rms_no_affine"]
-)
+@pytest.mark.parametrize("kind", ["layer", "layer_no_bias", "layer_no_affine", "rms", "rms_eps", "rms_no_affine"])
 def test_module_drop_in(kind, device):
     shape = (3, 64)
     if kind.startswith("layer"):
@@ -541,7 +539,7 @@ def test_module_drop_in(kind, device):
     (y_ref, g_ref), (y_mine, g_mine) = outs
     torch.testing.assert_close(y_mine, y_ref, rtol=1e-5, atol=1e-5)
     assert len(g_mine) == len(g_ref)
-    for gm, gr in zip(g_mine, g_ref):
+    for gm, gr in zip(g_mine, g_ref, strict=False):
         torch.testing.assert_close(gm, gr, rtol=1e-4, atol=1e-4)
 
 

@@ -58,7 +58,8 @@ def make_x(M, N, dtype, device, layout, offset, gen):
         x.copy_(values)
         return x
     if layout == "transposed":
-        return values.t().contiguous().t().to(dtype=dtype, device=device) if M else values.to(dtype=dtype, device=device)
+        transposed = values.t().contiguous().t() if M else values
+        return transposed.to(dtype=dtype, device=device)
     if layout == "sliced":
         # Every other column of a wider tensor: a row stride of 2N, an element stride of 2.
         wide = torch.randn(M, 2 * N, generator=gen).to(dtype=dtype, device=device)
@@ -108,11 +109,17 @@ def test_matches_float64_reference(call):
     # LayerNorm's dx cancels to rounding level at N <= 2 (xhat = +-1), RMSNorm's at N = 1: there an
     # absolute bound only, scaled by the terms that cancel.
     dx_relative = N > (2 if op == "layer_norm" else 1)
-    for name, g, g64, leaf in zip(("dx", "dweight", "dbias"), grads, grads64, leaves):
+    for name, g, g64, leaf in zip(("dx", "dweight", "dbias"), grads, grads64, leaves, strict=False):
         assert g.dtype == leaf.dtype and g.shape == leaf.shape, name
         # dweight / dbias add M rows' products: their rounding grows with the rows.
-        assert_close(g.cpu(), g64, dtype, name, relative=M > 0 and (dx_relative if name == "dx" else N > 1),
-                     magnitude=dx_terms if name == "dx" else float(max(M, 1)) ** 0.5)
+        assert_close(
+            g.cpu(),
+            g64,
+            dtype,
+            name,
+            relative=M > 0 and (dx_relative if name == "dx" else N > 1),
+            magnitude=dx_terms if name == "dx" else float(max(M, 1)) ** 0.5,
+        )
 
 
 @st.composite
@@ -149,4 +156,3 @@ def test_bad_input_gets_a_clear_error(call):
             reference_ops.layer_norm(x, ())
     if device == "cuda":
         torch.cuda.synchronize()  # an illegal access in the failed call would surface here
-

@@ -22,9 +22,17 @@ SANITIZER = shutil.which("compute-sanitizer") or (
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.skipif(SANITIZER is None, reason="needs compute-sanitizer (CUDA Toolkit)")
 def test_every_kernel_family_is_sanitizer_clean(tmp_path):
-    env = dict(os.environ, PATH=f"{Path(SANITIZER).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, str(SANITIZE), "--out", str(tmp_path), "--timeout", "300"],
-                          env=env, capture_output=True, text=True, check=False)
+    env = dict(
+        os.environ,
+        PATH=f"{Path(SANITIZER).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT), os.environ.get("PYTHONPATH")])),
+    )
+    proc = subprocess.run(
+        [sys.executable, str(SANITIZE), "--out", str(tmp_path), "--timeout", "300"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert "result: clean" in proc.stdout

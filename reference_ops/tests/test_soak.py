@@ -57,11 +57,13 @@ def test_soak_memory_flat_and_results_unchanged():
             torch.cuda.synchronize()
             allocated.append(torch.cuda.memory_allocated())
             reserved.append(torch.cuda.memory_reserved())
-    print(f"\nsoak: {CALLS} forward + backward calls; allocated bytes at start {baseline}, every 1000 calls "
-          f"{sorted(set(allocated))}; reserved {sorted(set(reserved))}")
+    print(
+        f"\nsoak: {CALLS} forward + backward calls; allocated bytes at start {baseline}, every 1000 calls "
+        f"{sorted(set(allocated))}; reserved {sorted(set(reserved))}"
+    )
     assert all(a == baseline for a in allocated), f"allocated memory moved from {baseline}: {allocated}"
     assert len(set(reserved[1:])) == 1, f"reserved memory kept growing: {reserved}"
-    for case, before in zip(cases, first):
+    for case, before in zip(cases, first, strict=False):
         after = step(*case)
-        for name, a, b in zip(("y", "dx", "dweight", "dbias"), before, after):
+        for name, a, b in zip(("y", "dx", "dweight", "dbias"), before, after, strict=False):
             assert torch.equal(a, b), f"{case[0]} {tuple(case[2].shape)} {case[2].dtype}: {name} changed"
