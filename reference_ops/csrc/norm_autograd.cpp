@@ -17,13 +17,16 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
+#include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "norm.h"
 
@@ -357,7 +360,7 @@ struct NormBackward final : public torch::autograd::Node {
       return out;
     }
     std::unique_lock<std::mutex> lock(mutex_);  // the saved variables, under concurrent backwards
-    const at::Tensor input = kAdd ? input_.unpack(shared_from_this()) : input_.unpack();
+    const at::Tensor input = kAdd ? input_.unpack(getptr()) : input_.unpack();
     std::optional<at::Tensor> mean;
     if constexpr (!kRms) {
       mean = mean_.unpack();
@@ -405,14 +408,28 @@ struct NormBackward final : public torch::autograd::Node {
   c10::ScalarType x_dtype_ = c10::ScalarType::Undefined;  // kAdd: the dtype of x's gradient
 };
 
+// torch holds autograd nodes by std::shared_ptr (torch 2.11) or by c10::intrusive_ptr (newer
+// releases); an edge's pointer type tells which, and the node is made the way that release makes its
+// own. deleteNode, torch 2.11's deleter (it frees long chains of nodes without deep recursion), is
+// found through the node's base class when the branch is instantiated: newer releases have none.
+using NodePtr = decltype(torch::autograd::Edge::function);
+
+template <class T>
+auto new_node() {
+  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>) {
+    return std::shared_ptr<T>(new T(), [](T* node) { deleteNode(node); });
+  } else {
+    return c10::make_intrusive<T>();
+  }
+}
+
 // A node with its next edges and everything it saves but the normalised input.
 template <bool kRms, bool kAdd>
-std::shared_ptr<NormBackward<kRms, kAdd>> make_node(torch::autograd::edge_list next_edges, const at::Tensor& mean,
-                                                    const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
-                                                    const std::optional<at::Tensor>& weight,
-                                                    const std::optional<at::Tensor>& bias) {
+auto make_node(torch::autograd::edge_list next_edges, const at::Tensor& mean, const at::Tensor& rstd,
+               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+               const std::optional<at::Tensor>& bias) {
   using torch::autograd::SavedVariable;
-  auto node = std::shared_ptr<NormBackward<kRms, kAdd>>(new NormBackward<kRms, kAdd>(), torch::autograd::deleteNode);
+  auto node = new_node<NormBackward<kRms, kAdd>>();
   node->set_next_edges(std::move(next_edges));
   if constexpr (!kRms) {
     node->mean_ = SavedVariable(mean, /*is_output=*/false);
