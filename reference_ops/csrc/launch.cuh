@@ -97,6 +97,24 @@ int64_t smem_share_per_cta(Kernel kernel, int threads) {
   return std::max<int64_t>(per_cta, 0);
 }
 
+// The launch configuration of `clusters` clusters of cfg's CTAs (plain CTAs when cfg.cluster is 1)
+// on `stream`. It points at `attr`, the cluster dimension, which the caller keeps alive.
+inline cudaLaunchConfig_t cluster_launch_config(const StagedConfig& cfg, int64_t clusters, cudaLaunchAttribute& attr,
+                                                cudaStream_t stream = nullptr) {
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cfg.cluster;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.attrs = &attr;
+  config.numAttrs = cfg.cluster > 1 ? 1 : 0;
+  config.gridDim = dim3(static_cast<unsigned>(clusters * cfg.cluster));
+  config.blockDim = dim3(cfg.threads());
+  config.dynamicSmemBytes = cfg.smem_bytes;
+  config.stream = stream;
+  return config;
+}
+
 // How many clusters of `kernel` (with cfg's shape) are resident at once, after
 // raising the kernel's dynamic shared memory limit to cfg.smem_bytes.
 template <typename Kernel>
@@ -105,17 +123,8 @@ int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(cfg.smem_bytes)));
   int64_t resident = 0;
   if (cfg.cluster > 1) {
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cfg.cluster;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    config.attrs = attr;
-    config.numAttrs = 1;
-    config.gridDim = dim3(cfg.cluster);
-    config.blockDim = dim3(cfg.threads());
-    config.dynamicSmemBytes = cfg.smem_bytes;
+    cudaLaunchAttribute attr;
+    const cudaLaunchConfig_t config = cluster_launch_config(cfg, /*clusters=*/1, attr);
     int clusters = 0;
     C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
     resident = clusters;
@@ -133,18 +142,8 @@ int64_t resident_clusters(Kernel kernel, const StagedConfig& cfg) {
 // stream.
 template <typename Kernel, typename... Args>
 void launch_staged(Kernel kernel, const StagedConfig& cfg, int64_t clusters, Args... args) {
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cfg.cluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  config.attrs = attr;
-  config.numAttrs = cfg.cluster > 1 ? 1 : 0;
-  config.gridDim = dim3(static_cast<unsigned>(clusters * cfg.cluster));
-  config.blockDim = dim3(cfg.threads());
-  config.dynamicSmemBytes = cfg.smem_bytes;
-  config.stream = at::cuda::getCurrentCUDAStream();
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = cluster_launch_config(cfg, clusters, attr, at::cuda::getCurrentCUDAStream());
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
