@@ -115,6 +115,13 @@ const c10::TypedOperatorHandle<typename Op::Sig>& op() {
   return handle;
 }
 
+// The op's kernel for the inputs' device, below autograd.
+template <class Op, class... Args>
+auto call_below(const Args&... args) {
+  const at::AutoDispatchBelowADInplaceOrView below;
+  return op<Op>().call(args...);
+}
+
 // -----------------------------------------------------------------------------
 // Whether autograd records a call
 // -----------------------------------------------------------------------------
@@ -164,8 +171,7 @@ template <class Op>
 struct NoDerivativeFunction : public torch::autograd::Function<NoDerivativeFunction<Op>> {
   template <class... Args>
   static variable_list forward(AutogradContext* /*ctx*/, const Args&... args) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return to_list(op<Op>().call(args...));
+    return to_list(call_below<Op>(args...));
   }
   static variable_list backward(AutogradContext* /*ctx*/, const variable_list& /*grads*/) {
     TORCH_CHECK(false, Op::kNoDerivative);
@@ -180,8 +186,7 @@ auto no_derivative(const Args&... args) {
   if (records(args...)) {
     return from_list<Result>(NoDerivativeFunction<Op>::apply(args...));
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<Op>().call(args...);
+  return call_below<Op>(args...);
 }
 
 // The *_bwd op, from a backward. Under create_graph (grad mode on in the backward) through its
@@ -192,8 +197,7 @@ auto call_bwd(const Args&... args) {
   if (at::GradMode::is_enabled()) {
     return op<Op>().call(args...);
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<Op>().call(args...);
+  return call_below<Op>(args...);
 }
 
 // -----------------------------------------------------------------------------
@@ -234,8 +238,7 @@ struct LayerNormFwdFunction : public torch::autograd::Function<LayerNormFwdFunct
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
                                double eps) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    auto [y, mean, rstd] = op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
+    auto [y, mean, rstd] = call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
     ctx->save_for_backward({x, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->set_materialize_grads(false);  // no zero tensors (and fill kernels) for unused outputs
@@ -262,8 +265,7 @@ struct LayerNormFwdFunction : public torch::autograd::Function<LayerNormFwdFunct
 struct RmsNormFwdFunction : public torch::autograd::Function<RmsNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                const std::optional<at::Tensor>& weight, double eps) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    auto [y, rstd] = op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
+    auto [y, rstd] = call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
     ctx->save_for_backward({x, rstd, weight.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->set_materialize_grads(false);
@@ -289,8 +291,7 @@ struct AddLayerNormFwdFunction : public torch::autograd::Function<AddLayerNormFw
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                                const std::optional<at::Tensor>& bias, double eps) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    auto [y, h, mean, rstd] = op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
+    auto [y, h, mean, rstd] = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps);
     ctx->save_for_backward({h, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->saved_data["x_dtype"] = x.scalar_type();
@@ -312,8 +313,7 @@ struct AddLayerNormFwdFunction : public torch::autograd::Function<AddLayerNormFw
 struct AddRmsNormFwdFunction : public torch::autograd::Function<AddRmsNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, double eps) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    auto [y, h, rstd] = op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
+    auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps);
     ctx->save_for_backward({h, rstd, weight.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->saved_data["x_dtype"] = x.scalar_type();
@@ -457,14 +457,9 @@ auto make_node(torch::autograd::edge_list next_edges, const at::Tensor& mean, co
 at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                       const std::optional<at::Tensor>& bias, double eps) {
   if (!records(x, weight, bias)) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return op<LayerNormInferenceOp>().call(x, normalized_shape, weight, bias, eps);
+    return call_below<LayerNormInferenceOp>(x, normalized_shape, weight, bias, eps);
   }
-  at::Tensor y, mean, rstd;
-  {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(y, mean, rstd) = op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
-  }
+  auto [y, mean, rstd] = call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
   auto node = make_node<false, false>(torch::autograd::collect_next_edges(x, weight, bias), mean, rstd,
                                       normalized_shape, weight, bias);
   node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
@@ -475,14 +470,9 @@ at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, co
 at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
                     double eps) {
   if (!records(x, weight)) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return op<RmsNormInferenceOp>().call(x, normalized_shape, weight, eps);
+    return call_below<RmsNormInferenceOp>(x, normalized_shape, weight, eps);
   }
-  at::Tensor y, rstd;
-  {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(y, rstd) = op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
-  }
+  auto [y, rstd] = call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
   auto node = make_node<true, false>(torch::autograd::collect_next_edges(x, weight), at::Tensor(), rstd,
                                      normalized_shape, weight, std::nullopt);
   node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
@@ -497,8 +487,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& 
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
         LayerNormFwdFunction::apply(x, normalized_shape, weight, bias, eps));
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<LayerNormFwdOp>().call(x, normalized_shape, weight, bias, eps);
+  return call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
@@ -506,8 +495,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArr
   if (records(x, weight)) {
     return from_list<std::tuple<at::Tensor, at::Tensor>>(RmsNormFwdFunction::apply(x, normalized_shape, weight, eps));
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<RmsNormFwdOp>().call(x, normalized_shape, weight, eps);
+  return call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
 }
 
 at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
@@ -540,14 +528,9 @@ std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at:
                                                   const std::optional<at::Tensor>& weight,
                                                   const std::optional<at::Tensor>& bias, double eps) {
   if (!records(x, residual, weight, bias)) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return op<AddLayerNormOp>().call(x, residual, normalized_shape, weight, bias, eps);
+    return call_below<AddLayerNormOp>(x, residual, normalized_shape, weight, bias, eps);
   }
-  at::Tensor y, h, mean, rstd;
-  {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(y, h, mean, rstd) = op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
-  }
+  auto [y, h, mean, rstd] = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps);
   auto node = make_node<false, true>(torch::autograd::collect_next_edges(x, residual, weight, bias), mean, rstd,
                                      normalized_shape, weight, bias);
   node->x_dtype_ = x.scalar_type();
@@ -561,14 +544,9 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::T
                                                 c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, double eps) {
   if (!records(x, residual, weight)) {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    return op<AddRmsNormOp>().call(x, residual, normalized_shape, weight, eps);
+    return call_below<AddRmsNormOp>(x, residual, normalized_shape, weight, eps);
   }
-  at::Tensor y, h, rstd;
-  {
-    const at::AutoDispatchBelowADInplaceOrView below;
-    std::tie(y, h, rstd) = op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
-  }
+  auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps);
   auto node = make_node<true, true>(torch::autograd::collect_next_edges(x, residual, weight), at::Tensor(), rstd,
                                     normalized_shape, weight, std::nullopt);
   node->x_dtype_ = x.scalar_type();
@@ -585,8 +563,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>>(
         AddLayerNormFwdFunction::apply(x, residual, normalized_shape, weight, bias, eps));
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<AddLayerNormFwdOp>().call(x, residual, normalized_shape, weight, bias, eps);
+  return call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
@@ -596,8 +573,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
         AddRmsNormFwdFunction::apply(x, residual, normalized_shape, weight, eps));
   }
-  const at::AutoDispatchBelowADInplaceOrView below;
-  return op<AddRmsNormFwdOp>().call(x, residual, normalized_shape, weight, eps);
+  return call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
