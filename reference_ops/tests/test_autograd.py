@@ -371,6 +371,39 @@ def test_compile_default_backend_matches_eager(op, device):
         torch.testing.assert_close(gc, ge, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fused", [False, True], ids=["norm", "add_norm"])
+@pytest.mark.parametrize("op", OPS)
+def test_compiled_autograd_of_a_compiled_forward(op, fused, device):
+    """Compiled autograd over a torch.compile'd forward (AOTAutograd traced the ops: their
+    backward is in the compiled graph) gives the eager gradients. An eagerly recorded node has no
+    compiled-autograd support (README: Autograd)."""
+    import torch._dynamo.compiled_autograd as compiled_autograd
+
+    torch._dynamo.reset()
+    x, w, b = make(op, device, requires_grad=True)
+    r = torch.randn_like(x)
+
+    def fn(x):
+        if not fused:
+            return call(op, x, 40, w, b)
+        y, h = (
+            reference_ops.add_layer_norm(x, r, (40,), w, b)
+            if op == "layer_norm"
+            else reference_ops.add_rms_norm(x, r, (40,), w)
+        )
+        return y * h
+
+    leaves = [t for t in (x, w, b) if t is not None]
+    dy = torch.randn(6, 40, device=device)
+    y = torch.compile(fn, backend="aot_eager", fullgraph=True)(x)
+    with compiled_autograd._enable(torch.compile(backend="aot_eager")):
+        grads = torch.autograd.grad(y, leaves, dy)
+    expected = torch.autograd.grad(fn(x), leaves, dy)
+    for g, e in zip(grads, expected, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
 # -----------------------------------------------------------------------------
 # CUDA graphs
 # -----------------------------------------------------------------------------
