@@ -1,8 +1,10 @@
 """DistributedDataParallel with scaled_gelu: a tiny model using the op trains the same in two processes,
 each given half of every global batch, as in one. gloo on the CPU, NCCL on two GPUs (skipped with fewer).
 
-The test runs this file as a script in a subprocess (one process, then two through
-torch.multiprocessing), so the processes start clean of the test runner's state.
+The test runs this file as a script in subprocesses, one process and then two under torchrun
+(`python -m torch.distributed.run`), so the processes start clean of the test runner's state. By hand:
+
+    torchrun --standalone --nproc_per_node 2 tests/test_ddp.py --device cuda --out two.pt
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from support import CPU_IMPL
 
 import my_cuda_op
 
-STEPS = 6
+STEPS = 50
 GLOBAL_BATCH = 8
 FEATURES, HIDDEN, OUTPUTS = 12, 40, 5
 
@@ -41,21 +42,18 @@ class TinyModel(torch.nn.Module):
         return self.out(self.act(self.inp(x)))
 
 
-def train(rank: int, world: int, device_type: str, port: int, out: str) -> None:
+def train(device_type: str, out: str) -> None:
     """Trains STEPS SGD steps on this rank's slice of each global batch; rank 0 saves the losses
-    (averaged over the ranks) and the final parameters."""
-    device = torch.device(device_type, rank) if device_type == "cuda" else torch.device("cpu")
+    (averaged over the ranks) and the final parameters. The rank and the number of processes come
+    from torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE); without it, one process trains."""
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(device_type, local_rank) if device_type == "cuda" else torch.device("cpu")
     if device_type == "cuda":
         torch.cuda.set_device(device)
     torch.set_num_threads(1)
     if world > 1:
-        dist.init_process_group(
-            "nccl" if device_type == "cuda" else "gloo",
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=world,
-            timeout=datetime.timedelta(seconds=120),
-        )
+        dist.init_process_group("nccl" if device_type == "cuda" else "gloo", timeout=datetime.timedelta(seconds=120))
     torch.manual_seed(0)
     model = TinyModel().to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -87,16 +85,12 @@ def train(rank: int, world: int, device_type: str, port: int, out: str) -> None:
         os._exit(0)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_training(world: int, device_type: str, out: Path) -> dict:
     project = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [project, os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, __file__, "--world", str(world), "--device", device_type, "--out", str(out)]
+    # torchrun --standalone: a rendezvous on a free local port, one process per rank.
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}"] if world > 1 else []
+    command = [sys.executable, *launcher, __file__, "--device", device_type, "--out", str(out)]
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{world} process(es) failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
     return torch.load(out)
@@ -119,11 +113,7 @@ def test_two_processes_train_like_one(tmp_path, device_type):
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--world", type=int, required=True)
     parser.add_argument("--device", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    if args.world == 1:
-        train(0, 1, args.device, 0, args.out)
-    else:
-        torch.multiprocessing.spawn(train, args=(args.world, args.device, free_port(), args.out), nprocs=args.world)
+    train(args.device, args.out)
