@@ -55,6 +55,9 @@ def functions(op: str, n: int, compile_fn: bool) -> dict:
 
     fns = {"ours": ours, "eager": eager}
     if compile_fn:
+        # Each case compiles its own closure (n and the dtypes are constants of its graph); without a
+        # reset, the cases' graphs pile up on one code object and pass dynamo's recompile limit.
+        torch._dynamo.reset()
         fns["compile"] = torch.compile(eager, fullgraph=True, dynamic=False)
     return fns
 

@@ -6,7 +6,8 @@ size, both models start from the same weights (one state_dict, loaded into both)
 data:
 
 * training: AdamW steps (bf16 autocast on CUDA by default); the loss curves must agree within a
-  tolerance, and ms per step are compared;
+  tolerance (or within twice the spread between torch's own eager and compiled curves, where that
+  is larger: see SPREAD_FACTOR), and ms per step are compared;
 * inference (no_grad, bf16 on CUDA): prefill of a batch of prompts into a KV cache, then decode
   steps of one token at batch 1, 8 and 64; logits must agree, ms per call are compared;
 * each in eager mode and under torch.compile.
@@ -45,6 +46,11 @@ OURS = ("ours", "fused")
 # rounding; under bf16 autocast a rounding difference can flip a bf16 value of the next matmul's
 # input, so the bound is looser there.
 LOSS_RTOL = {"fp32": 1e-4, "bf16": 5e-3}
+# Where a model's training amplifies rounding (a loss that spikes at this learning rate), two correct
+# runs drift apart step by step: torch's own norms, eager against compiled (which rounds in another
+# order), then differ by as much as ours do. With both modes run, the bound widens to SPREAD_FACTOR
+# times that spread of torch's own, so a difference counts only where it is larger than torch's own.
+SPREAD_FACTOR = 2.0
 # Logits: ||ours - torch|| / ||torch||.
 LOGITS_RTOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2}
 
@@ -146,9 +152,28 @@ def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rto
     losses = {impl: [float(v) for v in timed[impl][1]] for impl in IMPLS}
     ms = {impl: statistics.median(timed[impl][0][warmup:]) for impl in IMPLS}
     rtol = LOSS_RTOL["bf16" if amp else "fp32"] if loss_rtol is None else loss_rtol
-    worst = max(abs(a - b) / abs(b) for impl in OURS for a, b in zip(losses[impl], losses["torch"], strict=False))
+    worst = max(max_rel_diff(losses[impl], losses["torch"]) for impl in OURS)
     check = dict(what="loss curve", max_diff=worst, tol=rtol, ok=worst <= rtol)
     return ms, check, losses
+
+
+def max_rel_diff(a: list[float], b: list[float]) -> float:
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b, strict=True))
+
+
+def widen_to_torch_spread(model: str, checks: list[dict], curves: dict) -> None:
+    """Widens the model's loss-curve bounds to SPREAD_FACTOR times torch's own eager-vs-compiled spread
+    (where both modes ran); the spread is kept in the checks."""
+    eager, compiled = curves.get(f"{model} eager"), curves.get(f"{model} compile")
+    if eager is None or compiled is None:
+        return
+    spread = max_rel_diff(compiled["torch"], eager["torch"])
+    for c in checks:
+        if c["model"] == model and c["phase"] == "train":
+            c["torch_spread"] = spread
+            c["tol"] = max(c["tol"], SPREAD_FACTOR * spread)
+            c["ok"] = c["max_diff"] <= c["tol"]
+    print(f"{model}: torch's own loss curves, eager vs compiled, differ by {spread:.3e} (rel, max over the steps)")
 
 
 def rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -303,6 +328,7 @@ def main(argv=None) -> int:
                     checks.append(dict(check, model=model, phase=phase, mode=mode))
                 if cuda:
                     torch.cuda.empty_cache()
+            widen_to_torch_spread(model, checks, curves)
     print_tables(rows, checks)
     failed = [c for c in checks if not c["ok"]]
     missed = sum(r[f"{impl}_ms"] > r["torch_ms"] for r in rows for impl in OURS)
@@ -313,7 +339,16 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(
-                dict(device=label, rows=rows, checks=checks, loss_curves=curves, loss_rtol=LOSS_RTOL), f, indent=1
+                dict(
+                    device=label,
+                    rows=rows,
+                    checks=checks,
+                    loss_curves=curves,
+                    loss_rtol=LOSS_RTOL,
+                    spread_factor=SPREAD_FACTOR,
+                ),
+                f,
+                indent=1,
             )
     return 1 if failed else 0
 
