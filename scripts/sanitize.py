@@ -238,7 +238,9 @@ def main() -> int:
         parser.error(f"unknown tools {unknown}; choose from {', '.join(TOOLS)}")
     args.out.mkdir(parents=True, exist_ok=True)
 
-    targets = [] if args.no_reference_ops else [("reference_ops", ["reference_ops"], {})]
+    # reference_ops installed, or built in place (its folder on PYTHONPATH finds it there).
+    ops_env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent / "reference_ops"), os.environ.get("PYTHONPATH")]))}
+    targets = [] if args.no_reference_ops else [("reference_ops", ["reference_ops"], ops_env)]
     targets += [project_target(p.resolve()) for p in args.project]
     runs: list[Run] = []
     launched: dict[str, dict[str, int]] = {}
