@@ -314,6 +314,51 @@ __global__ void __launch_bounds__(kColumnsThreads)
   }
 }
 
+// The staged kernel's column partial sums: the row groups of a CTA added in a fixed order through
+// the (idle) staging memory sums_s ([groups][slice_cols]), written as the CTA's columns of
+// dweight / dbias (`finals`, one cluster) or of its partial rows (`parts`). acc(which, p, e) is the
+// thread's accumulator of element e of slot p, column0(j) the column of element 0 of pack j.
+template <int kVec, int kSlots, bool kSpan, bool kRms, typename acc_t, typename W, typename Acc, typename Column0>
+__device__ __forceinline__ void staged_column_sums(acc_t* sums_s, int slice_cols, int col_begin, int packs, int lane,
+                                                   int threads_per_row, int group, int groups, int64_t cluster_id,
+                                                   int64_t cols, acc_t* const (&parts)[2], W* const (&finals)[2],
+                                                   Acc&& acc, Column0&& column0) {
+#pragma unroll
+  for (int which = 0; which < (kRms ? 1 : 2); ++which) {
+    if (parts[which] == nullptr && finals[which] == nullptr) {
+      continue;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < kSlots; ++p) {
+      const int j = lane + p * threads_per_row;
+      if (j < packs) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          // Aligned rows: the plain index, which the compiler turns into 16-byte stores.
+          const int col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
+          if (!kSpan || (col >= 0 && col < slice_cols)) {
+            sums_s[group * slice_cols + col] = acc(which, p, e);
+          }
+        }
+      }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < slice_cols; c += blockDim.x) {
+      acc_t total = acc_t(0);
+      for (int g = 0; g < groups; ++g) {
+        total += sums_s[g * slice_cols + c];
+      }
+      const int64_t col = col_begin + c;
+      if (finals[which] != nullptr) {
+        finals[which][col] = static_cast<W>(total);
+      } else {
+        parts[which][cluster_id * cols + col] = total;
+      }
+    }
+  }
+}
+
 // Staged backward (16-byte packs): a persistent grid; each row group of
 // threads_per_row threads works on `stages` rows at once, one being processed
 // while x, dy and the row statistics of the next ones are copied into shared
@@ -614,40 +659,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const int slice_cols = kSpan ? max(col_end - col_begin, 0) : packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
-#pragma unroll
-  for (int which = 0; which < (kRms ? 1 : 2); ++which) {
-    if (parts[which] == nullptr && finals[which] == nullptr) {
-      continue;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < kSlots; ++p) {
-      const int j = lane + p * threads_per_row;
-      if (j < packs) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          // Aligned rows: the plain index, which the compiler turns into 16-byte stores.
-          const int col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
-          if (!kSpan || (col >= 0 && col < slice_cols)) {
-            sums_s[group * slice_cols + col] = acc(which, p, e);
-          }
-        }
-      }
-    }
-    __syncthreads();
-    for (int c = threadIdx.x; c < slice_cols; c += blockDim.x) {
-      acc_t total = acc_t(0);
-      for (int g = 0; g < groups; ++g) {
-        total += sums_s[g * slice_cols + c];
-      }
-      const int64_t col = col_begin + c;
-      if (finals[which] != nullptr) {
-        finals[which][col] = static_cast<W>(total);
-      } else {
-        parts[which][cluster_id * cols + col] = total;
-      }
-    }
-  }
+  staged_column_sums<kVec, kSlots, kSpan, kRms>(sums_s, slice_cols, col_begin, packs, lane, threads_per_row, group,
+                                                groups, cluster_id, cols, parts, finals, acc, column0);
   // No cluster barrier before leaving: every write into this CTA's shared
   // memory was counted on its mbarriers, whose last phase it waited for.
 }
