@@ -72,29 +72,15 @@ struct StagedConfig {
 // Largest cluster the device runs (8 is portable; none before sm_90).
 inline int max_cluster_size() { return at::cuda::getCurrentDeviceProperties()->major >= 9 ? kMaxClusterSize : 1; }
 
-// The limits plan_fwd needs, of the current device.
+// The limits plan_fwd and plan_bwd need, of the current device (ATen keeps its properties).
 inline DeviceLimits device_limits() {
   const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  return {prop->multiProcessorCount, static_cast<int64_t>(prop->l2CacheSize), max_cluster_size()};
-}
-
-// Shared memory one CTA may use (opt-in limit), less a margin for static
-// arrays (row_reduce's scratch: up to 4 KiB).
-inline size_t smem_budget() { return at::cuda::getCurrentDeviceProperties()->sharedMemPerBlockOptin - 8192; }
-
-// Dynamic shared memory each CTA of `kernel` may take while the SM still holds
-// as many of its `threads`-thread CTAs as its registers allow.
-template <typename Kernel>
-int64_t smem_share_per_cta(Kernel kernel, int threads) {
-  int per_sm = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
-  cudaFuncAttributes attr{};
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-  const cudaDeviceProp* prop = at::cuda::getCurrentDeviceProperties();
-  const int64_t per_cta = static_cast<int64_t>(prop->sharedMemPerMultiprocessor) / std::max(per_sm, 1) -
-                          static_cast<int64_t>(prop->reservedSharedMemPerBlock) -
-                          static_cast<int64_t>(attr.sharedSizeBytes);
-  return std::max<int64_t>(per_cta, 0);
+  return {prop->multiProcessorCount,
+          static_cast<int64_t>(prop->l2CacheSize),
+          max_cluster_size(),
+          static_cast<int64_t>(prop->sharedMemPerBlockOptin),
+          static_cast<int64_t>(prop->sharedMemPerMultiprocessor),
+          static_cast<int64_t>(prop->reservedSharedMemPerBlock)};
 }
 
 // The launch configuration of `clusters` clusters of cfg's CTAs (plain CTAs when cfg.cluster is 1)

@@ -9,7 +9,8 @@
 // to a workspace and column_sum_kernel adds the partial rows in a fixed order,
 // so results are bitwise reproducible.
 //
-// One kernel family, chosen in dispatch_norm_bwd:
+// The variants (BwdVariant), chosen by plan_bwd (norm_plan.cpp) and launched in
+// dispatch_norm_bwd:
 //   * norm_bwd_few_rows_kernel (few rows, 16-byte packs): blocks that write dx
 //     and blocks that add dweight / dbias over all rows, in one launch.
 //   * norm_bwd_staged_kernel (16-byte-aligned pointers; for N not a multiple of
@@ -30,8 +31,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 
-#include <limits>
-#include <numeric>
+#include <utility>
 
 #include "launch.cuh"
 #include "norm.h"
@@ -43,57 +43,12 @@ namespace reference_ops {
 namespace cuda {
 namespace {
 
-// Threads per block of the register kernel.
-constexpr int kBwdThreads = 512;
+// The limits shared with the planner (kBwdThreads, the staging and few-row constants, ...) are
+// in norm_plan.h.
 
-// Bytes of dweight (and as many of dbias) accumulators one thread may keep in
-// registers; also bounds the shared memory of the block reduction (32 KiB).
-constexpr int kMaxBwdAccBytes = 64;
-
-// Staged kernel: rows staged per row group (at least one in flight while one is
-// processed), and the bytes of dweight (and as many of dbias) accumulators one
-// thread keeps in registers.
-constexpr int kBwdMinStages = 2;
-constexpr int kBwdMaxStages = 4;
-constexpr int kMaxStagedAccBytes = 128;
-// Span rows (N not a multiple of the pack) are copied from the 32-byte sector
-// (two packs) at or below their start: cp.async's 16-byte copies of a span that
-// starts half-way into a sector ask L2 for half as many sectors again. The span then reaches up to kSpanAlignPacks + 1
-// packs past the row's N / kVec whole ones; the row's start within its first pack pair, the shift, is below
-// kSpanAlignPacks * kVec.
-constexpr int kSpanAlignPacks = 2;
-constexpr int kSpanExtraPacks = kSpanAlignPacks + 1;
 // The shifts a span of T can have.
 template <typename T>
-constexpr int kSpanShifts = kPackBytes / sizeof(T) * kSpanAlignPacks;
-// Partial rows (written, then read by column_sum_kernel) above this share of
-// the bytes the backward must move make a larger cluster worth its reductions;
-// below it, a row kept whole in one CTA is cheaper than the cluster's exchange.
-constexpr double kMaxPartialShare = 0.1;
-// Partial rows below this many bytes cost less than the reductions a larger
-// cluster adds.
-constexpr int64_t kMinPartialBytes = 32 << 20;
-
-// Few-row kernel: threads per block, packs per thread in a dx row (fewer when
-// the rows are spread one per block), packs of columns per dweight / dbias
-// block (128 bytes of each row), the most rows one thread of such a block
-// adds, and the most bytes of x for which the second read of x and dy (from
-// L2) costs less than the staged kernel's longer chain.
-constexpr int kFewThreads = 512;
-constexpr int kFewPacks = 4;
-constexpr int kFewSpreadPacks = 2;
-constexpr int kFewColPacks = 8;
-constexpr int kFewRowsPerThread = 16;
-constexpr int64_t kFewRowsMaxBytes = 4 << 20;
-
-// Threads per block of the wide-row kernels.
-constexpr int kWideStatsThreads = 1024;
-constexpr int kColumnsThreads = 256;
-
-// Tile of column_sum_kernel: 32 threads (of 1 or 16 / sizeof(acc) columns
-// each) x 16 partial-row slices.
-constexpr int kSumCols = 32;
-constexpr int kSumSlices = 16;
+constexpr int kSpanShifts = span_shifts(sizeof(T));
 
 // -----------------------------------------------------------------------------
 // Device helpers
@@ -355,6 +310,51 @@ __global__ void __launch_bounds__(kColumnsThreads)
     }
     if (db_part != nullptr) {
       db_part[out + k] = db_acc[k];
+    }
+  }
+}
+
+// The staged kernel's column partial sums: the row groups of a CTA added in a fixed order through
+// the (idle) staging memory sums_s ([groups][slice_cols]), written as the CTA's columns of
+// dweight / dbias (`finals`, one cluster) or of its partial rows (`parts`). acc(which, p, e) is the
+// thread's accumulator of element e of slot p, column0(j) the column of element 0 of pack j.
+template <int kVec, int kSlots, bool kSpan, bool kRms, typename acc_t, typename W, typename Acc, typename Column0>
+__device__ __forceinline__ void staged_column_sums(acc_t* sums_s, int slice_cols, int col_begin, int packs, int lane,
+                                                   int threads_per_row, int group, int groups, int64_t cluster_id,
+                                                   int64_t cols, acc_t* const (&parts)[2], W* const (&finals)[2],
+                                                   Acc&& acc, Column0&& column0) {
+#pragma unroll
+  for (int which = 0; which < (kRms ? 1 : 2); ++which) {
+    if (parts[which] == nullptr && finals[which] == nullptr) {
+      continue;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < kSlots; ++p) {
+      const int j = lane + p * threads_per_row;
+      if (j < packs) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          // Aligned rows: the plain index, which the compiler turns into 16-byte stores.
+          const int col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
+          if (!kSpan || (col >= 0 && col < slice_cols)) {
+            sums_s[group * slice_cols + col] = acc(which, p, e);
+          }
+        }
+      }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < slice_cols; c += blockDim.x) {
+      acc_t total = acc_t(0);
+      for (int g = 0; g < groups; ++g) {
+        total += sums_s[g * slice_cols + c];
+      }
+      const int64_t col = col_begin + c;
+      if (finals[which] != nullptr) {
+        finals[which][col] = static_cast<W>(total);
+      } else {
+        parts[which][cluster_id * cols + col] = total;
+      }
     }
   }
 }
@@ -659,40 +659,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const int slice_cols = kSpan ? max(col_end - col_begin, 0) : packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
-#pragma unroll
-  for (int which = 0; which < (kRms ? 1 : 2); ++which) {
-    if (parts[which] == nullptr && finals[which] == nullptr) {
-      continue;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < kSlots; ++p) {
-      const int j = lane + p * threads_per_row;
-      if (j < packs) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          // Aligned rows: the plain index, which the compiler turns into 16-byte stores.
-          const int col = kSpan ? column0(j) + e - col_begin : j * kVec + e;
-          if (!kSpan || (col >= 0 && col < slice_cols)) {
-            sums_s[group * slice_cols + col] = acc(which, p, e);
-          }
-        }
-      }
-    }
-    __syncthreads();
-    for (int c = threadIdx.x; c < slice_cols; c += blockDim.x) {
-      acc_t total = acc_t(0);
-      for (int g = 0; g < groups; ++g) {
-        total += sums_s[g * slice_cols + c];
-      }
-      const int64_t col = col_begin + c;
-      if (finals[which] != nullptr) {
-        finals[which][col] = static_cast<W>(total);
-      } else {
-        parts[which][cluster_id * cols + col] = total;
-      }
-    }
-  }
+  staged_column_sums<kVec, kSlots, kSpan, kRms>(sums_s, slice_cols, col_begin, packs, lane, threads_per_row, group,
+                                                groups, cluster_id, cols, parts, finals, acc, column0);
   // No cluster barrier before leaving: every write into this CTA's shared
   // memory was counted on its mbarriers, whose last phase it waited for.
 }
@@ -918,8 +886,145 @@ struct BwdArgs {
   at::TensorOptions acc_options;
 };
 
+// Calls g(std::integral_constant<int, P>) for packs == P when the kernel of kVariant is built for
+// P packs a thread (for x of T); false when it is not.
+template <BwdVariant kVariant, typename T, typename G>
+bool with_packs(int packs, G&& g) {
+  bool found = false;
+  auto one = [&](auto p) {
+    constexpr int kPacks = decltype(p)::value;
+    if constexpr (bwd_kernel_exists(kVariant, kPacks, sizeof(T))) {
+      if (packs == kPacks) {
+        g(p);
+        found = true;
+      }
+    }
+  };
+  one(std::integral_constant<int, 1>{});
+  one(std::integral_constant<int, 2>{});
+  one(std::integral_constant<int, 4>{});
+  one(std::integral_constant<int, 8>{});
+  return found;
+}
+
+// Calls f(kernel) with the compiled kernel of a family that `k` names, for x of T and parameters
+// of W; false when that kernel is not built (no plan names one).
+template <typename T, typename W, typename F>
+bool with_few_rows_kernel(const BwdKernel& k, F&& f) {
+  return with_packs<BwdVariant::kFewRows, T>(k.packs,
+                                             [&](auto p) { f(norm_bwd_few_rows_kernel<T, W, decltype(p)::value>); });
+}
+
+template <typename T, typename W, typename F>
+bool with_staged_kernel(const BwdKernel& k, F&& f) {
+  return BOOL_SWITCH(k.norm == Norm::kRms, kRms, [&] {
+    return BOOL_SWITCH(k.variant == BwdVariant::kStagedSpan, kSpan, [&] {
+      constexpr BwdVariant kVariant = kSpan ? BwdVariant::kStagedSpan : BwdVariant::kStaged;
+      constexpr RowLayout kLayout = kSpan ? RowLayout::kSpan : RowLayout::kAligned;
+      constexpr Norm kNorm = kRms ? Norm::kRms : Norm::kLayerNorm;
+      return with_packs<kVariant, T>(
+          k.packs, [&](auto p) { f(norm_bwd_staged_kernel<T, W, decltype(p)::value, kLayout, kNorm>); });
+    });
+  });
+}
+
+template <typename T, typename W, typename F>
+bool with_rows_kernel(const BwdKernel& k, F&& f) {
+  constexpr int kVec = kPackBytes / sizeof(T);
+  if (k.variant == BwdVariant::kRows) {
+    return with_packs<BwdVariant::kRows, T>(k.packs,
+                                            [&](auto p) { f(norm_bwd_kernel<T, W, kVec, decltype(p)::value>); });
+  }
+  return with_packs<BwdVariant::kRowsElems, T>(k.packs,
+                                               [&](auto p) { f(norm_bwd_kernel<T, W, 1, decltype(p)::value>); });
+}
+
+// The two-pass variants' first (row statistics) or second (columns) kernel.
+template <typename T, typename W, bool kColumns, typename F>
+bool with_wide_kernel(const BwdKernel& k, F&& f) {
+  BOOL_SWITCH(k.variant == BwdVariant::kWide, kPacked, [&] {
+    constexpr int kV = kPacked ? kPackBytes / sizeof(T) : 1;
+    if constexpr (kColumns) {
+      f(norm_bwd_columns_kernel<T, W, kV>);
+    } else {
+      f(norm_bwd_row_stats_kernel<T, W, kV>);
+    }
+  });
+  return k.packs == 0;
+}
+
+// Any backward kernel (for the occupancy queries, which take every kernel alike).
+template <typename T, typename W, typename F>
+bool with_bwd_kernel(const BwdKernel& k, F&& f) {
+  switch (k.variant) {
+    case BwdVariant::kFewRows:
+      return with_few_rows_kernel<T, W>(k, f);
+    case BwdVariant::kStaged:
+    case BwdVariant::kStagedSpan:
+      return with_staged_kernel<T, W>(k, f);
+    case BwdVariant::kRows:
+    case BwdVariant::kRowsElems:
+      return with_rows_kernel<T, W>(k, f);
+    case BwdVariant::kWide:
+    case BwdVariant::kWideElems:
+      return k.columns ? with_wide_kernel<T, W, true>(k, f) : with_wide_kernel<T, W, false>(k, f);
+  }
+  return false;
+}
+
+// A kernel the planner named that is not built is an internal error.
+inline void check_kernel(bool found, const BwdKernel& k) {
+  TORCH_CHECK(found, "reference_ops: internal error, no backward kernel for variant ", bwd_variant_name(k.variant),
+              " at ", k.packs, " packs per thread");
+}
+
+// The runtime's occupancy of the compiled kernels, for plan_bwd.
 template <typename T, typename W>
-void launch_column_sums(const BwdArgs<T, W>& a, const at::Tensor& dw_part, const at::Tensor& db_part, int64_t parts) {
+class RuntimeBwdOccupancy final : public BwdOccupancy {
+ public:
+  int ctas_per_sm(const BwdKernel& k, int threads, int64_t smem_bytes) const override {
+    int per_sm = 0;
+    check_kernel(with_bwd_kernel<T, W>(k,
+                                       [&](auto kernel) {
+                                         C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                             &per_sm, kernel, threads, smem_bytes));
+                                       }),
+                 k);
+    return per_sm;
+  }
+  int64_t static_smem_bytes(const BwdKernel& k) const override {
+    cudaFuncAttributes attr{};
+    check_kernel(with_bwd_kernel<T, W>(k, [&](auto kernel) { C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel)); }),
+                 k);
+    return static_cast<int64_t>(attr.sharedSizeBytes);
+  }
+  int64_t resident_clusters(const BwdKernel& k, int threads, int cluster, int64_t smem_bytes) const override {
+    StagedConfig c;
+    c.threads_per_row = threads;
+    c.cluster = cluster;
+    c.smem_bytes = static_cast<size_t>(smem_bytes);
+    int64_t resident = 0;
+    check_kernel(with_staged_kernel<T, W>(k, [&](auto kernel) { resident = cuda::resident_clusters(kernel, c); }), k);
+    return resident;
+  }
+};
+
+template <typename acc_t>
+acc_t* data_or_null(at::Tensor& t) {
+  return t.defined() ? t.mutable_data_ptr<acc_t>() : nullptr;
+}
+
+// `parts` partial rows of a parameter gradient (when it is asked for: `out` set), for
+// column_sum_kernel to add.
+template <typename T, typename W>
+at::Tensor partial_rows(const BwdArgs<T, W>& a, const W* out, int64_t parts) {
+  return out != nullptr ? at::empty({parts, a.cols}, a.acc_options) : at::Tensor();
+}
+
+// Adds the plan's sum_parts partial rows into dweight / dbias, in one launch for both.
+template <typename T, typename W>
+void launch_column_sums(const BwdPlan& plan, const BwdArgs<T, W>& a, const at::Tensor& dw_part,
+                        const at::Tensor& db_part) {
   using acc_t = at::opmath_type<T>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   const acc_t* part0 = a.dweight != nullptr ? dw_part.const_data_ptr<acc_t>() : db_part.const_data_ptr<acc_t>();
@@ -928,292 +1033,135 @@ void launch_column_sums(const BwdArgs<T, W>& a, const at::Tensor& dw_part, const
   const acc_t* part1 = both ? db_part.const_data_ptr<acc_t>() : nullptr;
   W* out1 = both ? a.dbias : nullptr;
   const dim3 block(kSumCols, kSumSlices);
-  auto launch = [&](auto kernel, int64_t tile_cols) {
-    const dim3 grid(static_cast<unsigned>(ceil_div(a.cols, tile_cols)), both ? 2 : 1);
-    kernel<<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, a.cols);
-  };
-  // 16-byte loads when every partial row starts 16-byte aligned and the wider
-  // tiles still give every SM a block (with fewer blocks than SMs, the idle SMs
-  // cost more than the wider loads save).
+  const dim3 grid(static_cast<unsigned>(plan.sum_tiles), both ? 2 : 1);
   constexpr int kV = kPackBytes / sizeof(acc_t);
-  const int64_t vector_blocks = ceil_div(a.cols, kSumCols * kV) * (both ? 2 : 1);
-  if (a.cols % kV == 0 && vector_blocks >= at::cuda::getCurrentDeviceProperties()->multiProcessorCount) {
-    launch(column_sum_kernel<acc_t, W, kV>, kSumCols * kV);
+  if (plan.sum_vec == kV) {
+    column_sum_kernel<acc_t, W, kV><<<grid, block, 0, stream>>>(part0, out0, part1, out1, plan.sum_parts, a.cols);
   } else {
-    launch(column_sum_kernel<acc_t, W, 1>, kSumCols);
+    column_sum_kernel<acc_t, W, 1><<<grid, block, 0, stream>>>(part0, out0, part1, out1, plan.sum_parts, a.cols);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-template <typename acc_t>
-acc_t* data_or_null(at::Tensor& t) {
-  return t.defined() ? t.mutable_data_ptr<acc_t>() : nullptr;
+template <typename T, typename W>
+void launch_norm_bwd_few_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
+  const BwdKernel k{plan.variant, plan.packs_per_thread, plan.norm, false};
+  const bool found = with_few_rows_kernel<T, W>(k, [&](auto kernel) {
+    kernel<<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, plan.threads_per_row,
+        plan.groups, plan.row_blocks);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  check_kernel(found, k);
 }
 
-template <typename T, typename W, int kVec>
-void launch_norm_bwd_wide(const BwdArgs<T, W>& a) {
+template <typename T, typename W>
+void launch_norm_bwd_staged(const BwdPlan& plan, const BwdArgs<T, W>& a) {
+  using acc_t = at::opmath_type<T>;
+  StagedConfig c;
+  c.threads_per_row = plan.threads_per_row;
+  c.groups = plan.groups;
+  c.cluster = plan.cluster;
+  c.stages = plan.stages;
+  c.slice_packs = plan.slice_packs;
+  c.smem_bytes = static_cast<size_t>(plan.smem_bytes);
+  // One cluster adds every row itself; more write partial rows for column_sum_kernel.
+  const bool direct = plan.clusters == 1;
+  at::Tensor dw_part = direct ? at::Tensor() : partial_rows(a, a.dweight, plan.clusters);
+  at::Tensor db_part = direct ? at::Tensor() : partial_rows(a, a.dbias, plan.clusters);
+  const BwdKernel k{plan.variant, plan.packs_per_thread, plan.norm, false};
+  const bool found = with_staged_kernel<T, W>(k, [&](auto kernel) {
+    launch_staged(kernel, c, plan.clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
+                  data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows,
+                  a.cols, c.threads_per_row, c.cluster, c.stages, c.slice_packs);
+  });
+  check_kernel(found, k);
+  if (plan.sum_parts > 0) {
+    launch_column_sums(plan, a, dw_part, db_part);
+  }
+}
+
+template <typename T, typename W>
+void launch_norm_bwd_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
+  using acc_t = at::opmath_type<T>;
+  at::Tensor dw_part = partial_rows(a, a.dweight, plan.grid);
+  at::Tensor db_part = partial_rows(a, a.dbias, plan.grid);
+  const BwdKernel k{plan.variant, plan.packs_per_thread, plan.norm, false};
+  const bool found = with_rows_kernel<T, W>(k, [&](auto kernel) {
+    kernel<<<plan.grid, kBwdThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows,
+        a.cols, plan.threads_per_row);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  check_kernel(found, k);
+  if (plan.sum_parts > 0) {
+    launch_column_sums(plan, a, dw_part, db_part);
+  }
+}
+
+template <typename T, typename W>
+void launch_norm_bwd_wide(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   using acc_t = at::opmath_type<T>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor row_stats = at::empty({a.rows, 2}, a.acc_options);
-  {
-    auto kernel = norm_bwd_row_stats_kernel<T, W, kVec>;
-    const int64_t grid = std::min(a.rows, resident_blocks(kernel, kWideStatsThreads, 0));
-    kernel<<<grid, kWideStatsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight,
-                                                   row_stats.mutable_data_ptr<acc_t>(), a.rows, a.cols);
+  const BwdKernel stats{plan.variant, 0, plan.norm, false};
+  const bool found_stats = with_wide_kernel<T, W, false>(stats, [&](auto kernel) {
+    kernel<<<plan.stats_grid, kWideStatsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight,
+                                                              row_stats.mutable_data_ptr<acc_t>(), a.rows, a.cols);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-  auto kernel = norm_bwd_columns_kernel<T, W, kVec>;
-  const int64_t num_packs = a.cols / kVec;
-  const int64_t strips = (num_packs + kColumnsThreads - 1) / kColumnsThreads;
-  // Enough row chunks to fill the GPU twice over, each chunk at least 8 rows.
-  const int64_t want_chunks = (2 * resident_blocks(kernel, kColumnsThreads, 0) + strips - 1) / strips;
-  const int64_t chunks = std::max<int64_t>(1, std::min(want_chunks, (a.rows + 7) / 8));
-  const int64_t rows_per_chunk = (a.rows + chunks - 1) / chunks;
-  const int64_t used_chunks = (a.rows + rows_per_chunk - 1) / rows_per_chunk;
-  at::Tensor dw_part = a.dweight != nullptr ? at::empty({used_chunks, a.cols}, a.acc_options) : at::Tensor();
-  at::Tensor db_part = a.dbias != nullptr ? at::empty({used_chunks, a.cols}, a.acc_options) : at::Tensor();
-  TORCH_CHECK(used_chunks <= 65535, "reference_ops: too many rows (", a.rows, ") for the wide-row backward");
-  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(used_chunks));
-  kernel<<<grid, kColumnsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(),
-                                               a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows,
-                                               a.cols, rows_per_chunk);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (a.dweight != nullptr || a.dbias != nullptr) {
-    launch_column_sums(a, dw_part, db_part, used_chunks);
-  }
-}
-
-// Launch shape of the staged backward for a cluster of `cluster` CTAs, with
-// `packs` packs per thread; false when a row slice does not fit. The rows
-// staged ahead fill at most `share_bytes` of shared memory (the CTA's share of
-// an SM).
-template <typename T, typename W>
-bool staged_bwd_shape(const BwdArgs<T, W>& a, int cluster, StagedConfig& c, int& packs,
-                      int64_t share_bytes = std::numeric_limits<int64_t>::max()) {
-  using acc_t = at::opmath_type<T>;
-  constexpr int kVec = kPackBytes / sizeof(T);
-  constexpr int64_t kMaxPacks = kMaxStagedAccBytes / sizeof(acc_t) / kVec;
-  // Rows of a width that is not a multiple of kVec are spans (two packs more at
-  // most). The weight slice is kept, present or not (ones), and for spans one
-  // shifted copy per row group.
-  const bool span = a.cols % kVec != 0;
-  const int64_t wpack = sizeof(Pack<W, kVec>);
-  // At most one statistics pair per thread and stage (row groups narrower than
-  // a warp).
-  const int64_t stats = kBwdMaxStages * kBwdThreads * 2 * static_cast<int64_t>(sizeof(acc_t));
-  const int64_t budget = static_cast<int64_t>(smem_budget()) - stats;
-  c.cluster = cluster;
-  c.slice_packs = ceil_div(a.cols / kVec + (span ? kSpanExtraPacks : 0), cluster);
-  // A span's packs beyond the aligned width take the kernel's extra slot (with
-  // kSpanExtraPacks threads a row or more).
-  const int64_t body = span ? std::max<int64_t>(c.slice_packs - kSpanExtraPacks, 1) : c.slice_packs;
-  if (body > kBwdThreads * kMaxPacks || c.slice_packs * (kBwdMinStages * 2 * kPackBytes + wpack) > budget) {
-    return false;
-  }
-  // Rows split over a cluster need whole warps per row.
-  const int64_t min_threads = cluster > 1 ? kWarpSize : 1;
-  auto spread = [&](int64_t row_packs) {
-    c.threads_per_row = static_cast<int>(
-        std::min<int64_t>(kBwdThreads, std::max(min_threads, next_pow2(ceil_div(row_packs, kMaxPacks)))));
-    packs = static_cast<int>(next_pow2(ceil_div(row_packs, c.threads_per_row)));
-  };
-  spread(body);
-  if (span && c.threads_per_row < kSpanExtraPacks) {
-    spread(c.slice_packs);
-  }
-  c.groups = cluster == 1 ? kBwdThreads / c.threads_per_row : 1;
-  const int64_t stage_bytes = c.groups * 2 * c.slice_packs * kPackBytes;
-  // Weight slices, and the extra slot's accumulators of every row group.
-  const int64_t param_bytes = (span ? std::min<int64_t>(c.groups, kSpanShifts<T>) : 1) * c.slice_packs * wpack +
-                              (span ? c.groups * kSpanExtraPacks * 2 * kVec * static_cast<int64_t>(sizeof(acc_t)) : 0);
-  if (param_bytes + stage_bytes > budget) {
-    return false;
-  }
-  const int64_t segments = kBwdThreads / std::min(c.threads_per_row, kWarpSize);
-  const int64_t stats_bytes = segments * 2 * static_cast<int64_t>(sizeof(acc_t));
-  // As many stages as fit in one CTA's shared memory and in its share of the
-  // SM's (at least one).
-  const int64_t fit = std::min((budget - param_bytes) / stage_bytes,
-                               (share_bytes - param_bytes - kPackBytes) / (stats_bytes + stage_bytes));
-  c.stages = static_cast<int>(std::clamp<int64_t>(fit, 1, kBwdMaxStages));
-  c.smem_bytes = static_cast<size_t>(param_bytes + c.stages * (stats_bytes + stage_bytes) + kPackBytes);
-  return true;
-}
-
-template <typename T, typename W, int kPacks, RowLayout kLayout, Norm kNorm>
-void launch_norm_bwd_staged(const BwdArgs<T, W>& a, const StagedConfig& c, int64_t clusters) {
-  using acc_t = at::opmath_type<T>;
-  auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kLayout, kNorm>;
-  // One cluster adds every row itself; more write partial rows for
-  // column_sum_kernel.
-  const bool direct = clusters == 1;
-  at::Tensor dw_part = a.dweight != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
-  at::Tensor db_part = a.dbias != nullptr && !direct ? at::empty({clusters, a.cols}, a.acc_options) : at::Tensor();
-  launch_staged(kernel, c, clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
-                data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows, a.cols,
-                c.threads_per_row, c.cluster, c.stages, c.slice_packs);
-  if (!direct && (a.dweight != nullptr || a.dbias != nullptr)) {
-    launch_column_sums(a, dw_part, db_part, clusters);
-  }
-}
-
-// Picks the cluster size (the smallest that fits, larger while partial rows
-// are a large share of the traffic) and launches the staged backward; false
-// when no cluster fits (then the register kernels run).
-template <typename T, typename W>
-bool run_norm_bwd_staged(const BwdArgs<T, W>& a) {
-  using acc_t = at::opmath_type<T>;
-  const int max_cluster = max_cluster_size();
-  StagedConfig c;
-  int packs = 1;
-  int cluster = 1;
-  while (!staged_bwd_shape(a, cluster, c, packs)) {
-    if (cluster >= max_cluster) {
-      return false;
-    }
-    cluster *= 2;
-  }
-  const int64_t params = (a.dweight != nullptr ? 1 : 0) + (a.dbias != nullptr ? 1 : 0);
-  const int64_t moved = 3 * a.rows * a.cols * static_cast<int64_t>(sizeof(T));
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  while (cluster < max_cluster) {
-    const int64_t clusters = std::min<int64_t>(sms / cluster, ceil_div(a.rows, c.groups));
-    const int64_t partial = 2 * clusters * a.cols * params * static_cast<int64_t>(sizeof(acc_t));
-    StagedConfig wider;
-    int wider_packs = 1;
-    if (clusters <= 1 || partial < kMinPartialBytes || partial <= kMaxPartialShare * moved ||
-        !staged_bwd_shape(a, cluster * 2, wider, wider_packs)) {
-      break;
-    }
-    cluster *= 2;
-    c = wider;
-    packs = wider_packs;
-  }
-  constexpr int kVec = kPackBytes / sizeof(T);
-  // RMSNorm passes no mean.
-  BOOL_SWITCH(a.mean == nullptr, kRms, [&] {
-    BOOL_SWITCH(a.cols % kVec != 0, kSpan, [&] {
-      packs_switch(packs, [&](auto p) {
-        constexpr int kPacks = decltype(p)::value;
-        constexpr RowLayout kLayout = kSpan ? RowLayout::kSpan : RowLayout::kAligned;
-        constexpr Norm kNorm = kRms ? Norm::kRms : Norm::kLayerNorm;
-        if constexpr (kPacks * kVec * sizeof(acc_t) <= kMaxStagedAccBytes) {
-          auto kernel = norm_bwd_staged_kernel<T, W, kPacks, kLayout, kNorm>;
-          // Fewer rows in flight per CTA when that lets the SM hold every CTA its
-          // registers allow: a second CTA hides latency better than deeper
-          // staging.
-          const int64_t share = smem_share_per_cta(kernel, c.threads());
-          const int packs_before = packs;
-          TORCH_CHECK(staged_bwd_shape(a, c.cluster, c, packs, share) && packs == packs_before,
-                      "reference_ops: internal error, staged backward shape "
-                      "changed with its shared-memory share");
-          int64_t clusters = std::min(ceil_div(a.rows, c.groups), resident_clusters(kernel, c));
-          if (kSpan && clusters * c.groups < a.rows) {
-            // Span rows: a row step (clusters x groups) that is a multiple of
-            // the number of shifts gives each row group the same shift in
-            // every row it takes.
-            const int64_t step = kSpanShifts<T> / std::gcd<int64_t>(c.groups, kSpanShifts<T>);
-            clusters = std::max(clusters / step * step, step);
-          }
-          launch_norm_bwd_staged<T, W, kPacks, kLayout, kNorm>(a, c, clusters);
-        } else {
-          TORCH_CHECK(false, "reference_ops: internal error, staged backward packs per thread ", kPacks);
-        }
-      });
-    });
   });
-  return true;
-}
-
-// Launches the few-row kernel when its whole grid is resident at once and x is
-// small enough (see kFewRowsMaxBytes); false otherwise. Needs 16-byte-aligned
-// pointers and N a multiple of the pack.
-template <typename T, typename W>
-bool run_norm_bwd_few_rows(const BwdArgs<T, W>& a) {
-  constexpr int kVec = kPackBytes / sizeof(T);
-  const int64_t packs = a.cols / kVec;
-  if (a.cols % kVec != 0 || packs > kFewThreads * kFewPacks ||
-      a.rows > kFewRowsPerThread * (kFewThreads / kFewColPacks) ||
-      a.rows * a.cols * static_cast<int64_t>(sizeof(T)) > kFewRowsMaxBytes) {
-    return false;
-  }
-  const int64_t col_blocks = a.dweight != nullptr || a.dbias != nullptr ? ceil_div(packs, kFewColPacks) : 0;
-  // Up to one row per SM: a block per row, kFewSpreadPacks packs a thread. A
-  // row block's time is its SM's share of the bytes more than its latency, so
-  // rows spread over more SMs (and more threads a row) finish sooner.
-  const bool spread = a.rows <= at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const int packs_per_thread = spread && packs <= kFewThreads * kFewSpreadPacks ? kFewSpreadPacks : kFewPacks;
-  const int threads_per_row = static_cast<int>(next_pow2(ceil_div(packs, packs_per_thread)));
-  // Blocks as small as a row, the column blocks' final sums (2 x kFewColPacks
-  // packs of elements) and one row per column thread allow (M = 1: 65 blocks
-  // of 512 threads were mostly idle); spread rows leave the rest of a row
-  // block idle but for the reduction's barriers.
-  const int64_t col_threads = next_pow2(a.rows * kFewColPacks);
-  const int threads = static_cast<int>(
-      std::clamp<int64_t>(col_threads, std::max<int64_t>(threads_per_row, 2 * kFewColPacks * kVec), kFewThreads));
-  const int rows_per_block = spread ? 1 : threads / threads_per_row;
-  const int64_t row_blocks = ceil_div(a.rows, rows_per_block);
-  auto launch = [&](auto kernel) {
-    if (row_blocks + col_blocks > resident_blocks(kernel, threads, 0)) {
-      return false;
-    }
-    kernel<<<row_blocks + col_blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, threads_per_row, rows_per_block,
-        row_blocks);
+  check_kernel(found_stats, stats);
+  at::Tensor dw_part = partial_rows(a, a.dweight, plan.chunks);
+  at::Tensor db_part = partial_rows(a, a.dbias, plan.chunks);
+  TORCH_CHECK(plan.chunks <= 65535, "reference_ops: too many rows (", a.rows, ") for the wide-row backward");
+  const dim3 grid(static_cast<unsigned>(plan.strips), static_cast<unsigned>(plan.chunks));
+  const BwdKernel columns{plan.variant, 0, plan.norm, true};
+  const bool found_columns = with_wide_kernel<T, W, true>(columns, [&](auto kernel) {
+    kernel<<<grid, kColumnsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(),
+                                                 a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part),
+                                                 a.rows, a.cols, plan.rows_per_chunk);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return true;
-  };
-  return packs_per_thread == kFewSpreadPacks ? launch(norm_bwd_few_rows_kernel<T, W, kFewSpreadPacks>)
-                                             : launch(norm_bwd_few_rows_kernel<T, W, kFewPacks>);
-}
-
-template <typename T, typename W, int kVec>
-void launch_norm_bwd(const BwdArgs<T, W>& a) {
-  using acc_t = at::opmath_type<T>;
-  constexpr int kMaxPacks = std::max<int>(1, std::min<int>(8, kMaxBwdAccBytes / sizeof(acc_t) / kVec));
-  const RowConfig cfg = choose_row_config(a.cols / kVec, kMaxPacks, kBwdThreads);
-  if (cfg.packs_per_thread > kMaxPacks) {
-    launch_norm_bwd_wide<T, W, kVec>(a);
-    return;
-  }
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  packs_switch(cfg.packs_per_thread, [&](auto packs) {
-    constexpr int kPacks = decltype(packs)::value;
-    if constexpr (kPacks <= kMaxPacks) {
-      auto kernel = norm_bwd_kernel<T, W, kVec, kPacks>;
-      const int64_t groups = kBwdThreads / cfg.threads_per_row;
-      const int64_t grid = std::min((a.rows + groups - 1) / groups, resident_blocks(kernel, kBwdThreads, 0));
-      at::Tensor dw_part = a.dweight != nullptr ? at::empty({grid, a.cols}, a.acc_options) : at::Tensor();
-      at::Tensor db_part = a.dbias != nullptr ? at::empty({grid, a.cols}, a.acc_options) : at::Tensor();
-      kernel<<<grid, kBwdThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
-                                               data_or_null<acc_t>(db_part), a.rows, a.cols, cfg.threads_per_row);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      if (a.dweight != nullptr || a.dbias != nullptr) {
-        launch_column_sums(a, dw_part, db_part, grid);
-      }
-    } else {
-      TORCH_CHECK(false, "reference_ops: internal error, backward packs per thread ", kPacks);
-    }
   });
+  check_kernel(found_columns, columns);
+  if (plan.sum_parts > 0) {
+    launch_column_sums(plan, a, dw_part, db_part);
+  }
 }
 
-// The one place that picks a kernel: with 16-byte-aligned pointers the few-row
-// kernel when its grid is one wave and x is small, else the staged kernel (row
-// spans when N is not a multiple of the pack); otherwise, or for rows
-// too wide to stage, the register kernels (single elements unless both the
-// pointers and N allow packs).
+// Plans the call (plan_bwd, norm_plan.cpp) and launches the planned variant.
 template <typename T, typename W>
 void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
-  constexpr int kVec = kPackBytes / sizeof(T);
-  const bool aligned = is_aligned(a.x, kPackBytes) && is_aligned(a.dy, kPackBytes) && is_aligned(a.dx, kPackBytes) &&
-                       is_aligned(a.weight, sizeof(W) * kVec);
-  if (aligned && (run_norm_bwd_few_rows(a) || run_norm_bwd_staged(a))) {
-    return;
-  }
-  if (aligned && a.cols % kVec == 0) {
-    launch_norm_bwd<T, W, kVec>(a);
-  } else {
-    launch_norm_bwd<T, W, 1>(a);
+  static_assert(static_cast<int>(sizeof(at::opmath_type<T>)) == bwd_acc_bytes(sizeof(T)), "the planner's acc size");
+  const BwdCall call{a.rows,
+                     a.cols,
+                     static_cast<int>(sizeof(T)),
+                     static_cast<int>(sizeof(W)),
+                     a.mean == nullptr ? Norm::kRms : Norm::kLayerNorm,
+                     a.dweight != nullptr,
+                     a.dbias != nullptr,
+                     reinterpret_cast<uintptr_t>(a.x),
+                     reinterpret_cast<uintptr_t>(a.dy),
+                     reinterpret_cast<uintptr_t>(a.dx),
+                     reinterpret_cast<uintptr_t>(a.weight)};
+  const BwdPlan plan = plan_bwd(call, device_limits(), RuntimeBwdOccupancy<T, W>());
+  TORCH_CHECK(plan.valid, "reference_ops: internal error, backward variant ", bwd_variant_name(plan.variant), " at ",
+              plan.packs_per_thread, " packs per thread");
+  switch (plan.variant) {
+    case BwdVariant::kFewRows:
+      launch_norm_bwd_few_rows(plan, a);
+      return;
+    case BwdVariant::kStaged:
+    case BwdVariant::kStagedSpan:
+      launch_norm_bwd_staged(plan, a);
+      return;
+    case BwdVariant::kRows:
+    case BwdVariant::kRowsElems:
+      launch_norm_bwd_rows(plan, a);
+      return;
+    case BwdVariant::kWide:
+    case BwdVariant::kWideElems:
+      launch_norm_bwd_wide(plan, a);
+      return;
   }
 }
 

@@ -1,6 +1,7 @@
-// The forward's kernel variants, as named data, and the one function that plans a call: which
-// variant runs and with what launch shape. Plain C++ (no CUDA runtime, no ATen), so that the
-// planning is unit-tested on the CPU (tests/test_plan.py builds tests/plan_test.cpp with g++).
+// The forward's and the backward's kernel variants, as named data, and the function of each that
+// plans a call: which variant runs and with what launch shape. Plain C++ (no CUDA runtime, no
+// ATen), so that the planning is unit-tested on the CPU (tests/test_plan.py builds
+// tests/plan_test.cpp with g++).
 #pragma once
 
 #include <cstdint>
@@ -141,11 +142,14 @@ const char* fwd_variant_name(FwdVariant v);
 // Planning
 // -----------------------------------------------------------------------------
 
-// What the planner needs to know of the GPU.
+// What the planners need to know of the GPU.
 struct DeviceLimits {
   int sm_count;
   int64_t l2_bytes;
-  int max_cluster;  // largest thread-block cluster it runs: kMaxClusterSize on sm_90+, else 1
+  int max_cluster;               // largest thread-block cluster it runs: kMaxClusterSize on sm_90+, else 1
+  int64_t smem_per_block_optin;  // shared memory one CTA may opt in to
+  int64_t smem_per_sm;
+  int64_t smem_reserved_per_block;  // taken by the runtime from every CTA's share
 };
 
 // One forward call: shape, dtype sizes (parameters: x's dtype, or float for a 16-bit x), the
@@ -214,5 +218,214 @@ struct RowConfig {
 // Spreads `num_packs` over at most `max_threads` threads with about `target_packs` packs each;
 // packs_per_thread is a power of two.
 RowConfig choose_row_config(int64_t num_packs, int64_t target_packs, int64_t max_threads);
+
+// -----------------------------------------------------------------------------
+// Backward: limits shared by the planner and the kernels
+// -----------------------------------------------------------------------------
+
+// Threads per CTA of the register and staged kernels.
+constexpr int kBwdThreads = 512;
+
+// Bytes of dweight (and as many of dbias) accumulators one thread of the register kernel keeps in
+// registers; also bounds the shared memory of its block reduction (32 KiB).
+constexpr int kMaxBwdAccBytes = 64;
+
+// Staged kernel: rows staged per row group (at least one in flight while one is processed), and
+// the bytes of dweight (and as many of dbias) accumulators one thread keeps in registers.
+constexpr int kBwdMinStages = 2;
+constexpr int kBwdMaxStages = 4;
+constexpr int kMaxStagedAccBytes = 128;
+// Span rows (N not a multiple of the pack) are copied from the 32-byte sector (two packs) at or
+// below their start: cp.async's 16-byte copies of a span that starts half-way into a sector ask L2
+// for half as many sectors again. The span then reaches up to kSpanAlignPacks + 1 packs past the
+// row's N / kVec whole ones; the row's start within its first pack pair, the shift, is below
+// kSpanAlignPacks * kVec.
+constexpr int kSpanAlignPacks = 2;
+constexpr int kSpanExtraPacks = kSpanAlignPacks + 1;
+// Partial rows (written, then read by column_sum_kernel) above this share of the bytes the
+// backward must move make a larger cluster worth its reductions; below it, a row kept whole in one
+// CTA is cheaper than the cluster's exchange.
+constexpr double kMaxPartialShare = 0.1;
+// Partial rows below this many bytes cost less than the reductions a larger cluster adds.
+constexpr int64_t kMinPartialBytes = 32 << 20;
+
+// Few-row kernel: threads per block, packs per thread in a dx row (fewer when the rows are spread
+// one per block), packs of columns per dweight / dbias block (128 bytes of each row), the most
+// rows one thread of such a block adds, and the most bytes of x for which the second read of x
+// and dy (from L2) costs less than the staged kernel's longer chain.
+constexpr int kFewThreads = 512;
+constexpr int kFewPacks = 4;
+constexpr int kFewSpreadPacks = 2;
+constexpr int kFewColPacks = 8;
+constexpr int kFewRowsPerThread = 16;
+constexpr int64_t kFewRowsMaxBytes = 4 << 20;
+
+// Threads per block of the wide-row kernels.
+constexpr int kWideStatsThreads = 1024;
+constexpr int kColumnsThreads = 256;
+
+// Tile of column_sum_kernel: 32 threads (of 1 or 16 / sizeof(acc) columns each) x 16 partial-row
+// slices.
+constexpr int kSumCols = 32;
+constexpr int kSumSlices = 16;
+
+// Bytes of the accumulator type (at::opmath_type) of an x of x_bytes: float, or double for double.
+REFERENCE_OPS_HOST_DEVICE constexpr int bwd_acc_bytes(int x_bytes) { return x_bytes > 4 ? x_bytes : 4; }
+
+// The shifts a span row of x_bytes elements can start at within its first pack pair.
+REFERENCE_OPS_HOST_DEVICE constexpr int span_shifts(int x_bytes) { return kPackBytes / x_bytes * kSpanAlignPacks; }
+
+// -----------------------------------------------------------------------------
+// Backward variants
+// -----------------------------------------------------------------------------
+
+// What each backward variant is for (see docs/reference_ops.md for the shapes each serves).
+enum class BwdVariant : int {
+  kFewRows,     // one wave of dx row blocks and dweight / dbias column blocks (x up to 4 MiB)
+  kStaged,      // aligned rows staged in shared memory by cp.async, persistent CTAs or clusters
+  kStagedSpan,  // the same for widths that are not a multiple of the pack
+  kRows,        // unstaged rows in registers, 16-byte packs (rows the staged kernel cannot hold)
+  kRowsElems,   // the same on single elements (pointers not 16-byte aligned, or spans)
+  kWide,        // rows past the register kernel: row statistics, then column strips; packs
+  kWideElems    // the same on single elements
+};
+
+// The compile-time shape of a variant.
+struct BwdTraits {
+  BwdVariant variant;
+  bool staged;        // norm_bwd_staged_kernel
+  bool span;          // rows of a width that is not a multiple of the pack
+  bool packs16;       // 16-byte packs (else single elements)
+  bool two_pass;      // norm_bwd_row_stats_kernel, then norm_bwd_columns_kernel
+  int max_acc_bytes;  // dweight (and dbias) accumulator bytes a thread holds (0: no bound)
+};
+
+// clang-format off
+constexpr BwdTraits kBwdVariants[] = {
+//  variant                   staged span   pack16 2pass  acc bytes
+  {BwdVariant::kFewRows,     false, false, true,  false, 0},
+  {BwdVariant::kStaged,      true,  false, true,  false, kMaxStagedAccBytes},
+  {BwdVariant::kStagedSpan,  true,  true,  true,  false, kMaxStagedAccBytes},
+  {BwdVariant::kRows,        false, false, true,  false, kMaxBwdAccBytes},
+  {BwdVariant::kRowsElems,   false, false, false, false, kMaxBwdAccBytes},
+  {BwdVariant::kWide,        false, false, true,  true,  0},
+  {BwdVariant::kWideElems,   false, false, false, true,  0},
+};
+// clang-format on
+constexpr int kBwdVariantCount = static_cast<int>(sizeof(kBwdVariants) / sizeof(kBwdVariants[0]));
+
+REFERENCE_OPS_HOST_DEVICE constexpr BwdTraits bwd_traits(BwdVariant v) { return kBwdVariants[static_cast<int>(v)]; }
+
+// Elements of x per pack of a variant.
+REFERENCE_OPS_HOST_DEVICE constexpr int bwd_vec(BwdVariant v, int x_bytes) {
+  return bwd_traits(v).packs16 ? kPackBytes / x_bytes : 1;
+}
+
+// Whether the kernel of a variant is built for this many packs per thread and x of x_bytes.
+// Few-row kernel: kFewSpreadPacks and kFewPacks; staged and register kernels: the powers of two
+// up to 8 whose accumulators fit their bytes; the two-pass kernels have no packs per thread.
+REFERENCE_OPS_HOST_DEVICE constexpr bool bwd_kernel_exists(BwdVariant v, int packs, int x_bytes) {
+  const BwdTraits t = bwd_traits(v);
+  if (t.two_pass) {
+    return packs == 0;
+  }
+  if (v == BwdVariant::kFewRows) {
+    return packs == kFewSpreadPacks || packs == kFewPacks;
+  }
+  const bool pow2 = packs == 1 || packs == 2 || packs == 4 || packs == 8;
+  const int acc_bytes = packs * bwd_vec(v, x_bytes) * bwd_acc_bytes(x_bytes);
+  // The register kernel holds at least one pack a thread, whatever its bytes.
+  return pow2 && (acc_bytes <= t.max_acc_bytes || (!t.staged && packs == 1));
+}
+
+const char* bwd_variant_name(BwdVariant v);
+
+// -----------------------------------------------------------------------------
+// Backward planning
+// -----------------------------------------------------------------------------
+
+// One backward call: shape, dtype sizes (parameters: x's dtype, or float for a 16-bit x), the
+// norm (RMSNorm: no mean), which parameter gradients are asked for, and the addresses of x, dy,
+// dx and weight (0 for no weight). rows >= 1 and cols >= 1 (norm_bwd handles M = 0 itself).
+struct BwdCall {
+  int64_t rows;
+  int64_t cols;
+  int x_bytes;
+  int param_bytes;
+  Norm norm;
+  bool dweight;
+  bool dbias;
+  uintptr_t x;
+  uintptr_t dy;
+  uintptr_t dx;
+  uintptr_t weight;
+};
+
+// A compiled kernel the planner asks the occupancy of: the variant's kernel at `packs` packs per
+// thread (0 for the two-pass kernels), of `norm` (the staged kernel is built per norm), and for
+// the two-pass variants which of its two kernels.
+struct BwdKernel {
+  BwdVariant variant;
+  int packs;
+  Norm norm;
+  bool columns;  // two-pass: norm_bwd_columns_kernel (else norm_bwd_row_stats_kernel)
+};
+
+// The occupancy of compiled kernels: the runtime's answers in norm_bwd.cu, a model in the tests.
+class BwdOccupancy {
+ public:
+  virtual ~BwdOccupancy() = default;
+  // CTAs of `threads` threads with `smem_bytes` of dynamic shared memory one SM holds.
+  virtual int ctas_per_sm(const BwdKernel& kernel, int threads, int64_t smem_bytes) const = 0;
+  // Static shared memory of one CTA.
+  virtual int64_t static_smem_bytes(const BwdKernel& kernel) const = 0;
+  // Clusters of `cluster` CTAs of `threads` threads and `smem_bytes` of dynamic shared memory
+  // resident at once on the GPU (CTAs when cluster is 1); the launcher raises the kernel's
+  // dynamic shared memory limit to smem_bytes here.
+  virtual int64_t resident_clusters(const BwdKernel& kernel, int threads, int cluster, int64_t smem_bytes) const = 0;
+};
+
+// The variant and its launch shape.
+//   kFewRows: `grid` CTAs of `threads` threads, the first `row_blocks` of which each take
+//     `groups` rows of threads_per_row threads at packs_per_thread packs.
+//   kStaged*: `clusters` clusters of `cluster` CTAs of threads_per_row * groups threads, each
+//     CTA a slice of `slice_packs` packs of a row, `stages` rows per row group staged ahead in
+//     `smem_bytes` of dynamic shared memory.
+//   kRows*: `grid` CTAs of kBwdThreads threads, rows of threads_per_row threads.
+//   kWide*: `stats_grid` CTAs of kWideStatsThreads threads, then a grid of `strips` x `chunks`
+//     CTAs of kColumnsThreads threads, `rows_per_chunk` rows each.
+// Then, when sum_parts > 0, column_sum_kernel adds sum_parts partial rows into dweight / dbias,
+// sum_vec columns per thread, on a grid of sum_tiles x (1 or 2) CTAs.
+struct BwdPlan {
+  BwdVariant variant = BwdVariant::kRowsElems;
+  Norm norm = Norm::kLayerNorm;
+  int vec = 1;  // elements of x per pack
+  int packs_per_thread = 0;
+  int threads_per_row = 1;
+  int groups = 1;
+  int threads = kBwdThreads;
+  int64_t grid = 0;
+  int64_t row_blocks = 0;
+  int cluster = 1;
+  int64_t clusters = 0;
+  int stages = 1;
+  int64_t slice_packs = 0;
+  int64_t smem_bytes = 0;
+  int64_t stats_grid = 0;
+  int64_t strips = 0;
+  int64_t chunks = 0;
+  int64_t rows_per_chunk = 0;
+  int64_t sum_parts = 0;
+  int sum_vec = 1;
+  int64_t sum_tiles = 0;
+  bool valid = true;  // false: a planner invariant broke (the launcher refuses the plan)
+};
+
+// The one place that picks a backward kernel: with 16-byte-aligned pointers the few-row kernel
+// when its grid is one wave and x is small, else the staged kernel (row spans when N is not a
+// multiple of the pack) on the smallest cluster that holds a row; otherwise, or for rows too wide
+// to stage, the register kernel, or the two-pass kernels past its reach (single elements unless
+// both the pointers and N allow packs).
+BwdPlan plan_bwd(const BwdCall& call, const DeviceLimits& device, const BwdOccupancy& occupancy);
 
 }  // namespace reference_ops

@@ -1,7 +1,9 @@
-// CPU test of plan_fwd (csrc/norm_plan.cpp), built and run by test_plan.py: named shapes map to
-// their variants, and over every width up to 2^17 (and a sample up to 2^22) every plan names a
-// kernel that is built, with a launch shape that covers the row; every built kernel is planned
-// for some shape (none is dead).
+// CPU test of plan_fwd and plan_bwd (csrc/norm_plan.cpp), built and run by test_plan.py: named
+// shapes map to their variants, and over every width up to 2^17 (and a sample up to 2^22) every
+// plan names a kernel that is built, with a launch shape that covers the row; every built forward
+// kernel is planned for some shape (none is dead). The backward's occupancy queries are answered
+// by a model of an SM (StubOccupancy).
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -10,6 +12,10 @@
 
 #include "norm_plan.h"
 
+using reference_ops::BwdCall;
+using reference_ops::BwdKernel;
+using reference_ops::BwdPlan;
+using reference_ops::BwdVariant;
 using reference_ops::DeviceLimits;
 using reference_ops::FwdCall;
 using reference_ops::FwdPlan;
@@ -26,8 +32,8 @@ void fail(const std::string& what) {
   }
 }
 
-constexpr DeviceLimits kH100{132, 50LL << 20, 8};
-constexpr DeviceLimits kA100{108, 40LL << 20, 1};
+constexpr DeviceLimits kH100{132, 50LL << 20, 8, 227LL << 10, 228LL << 10, 1024};
+constexpr DeviceLimits kA100{108, 40LL << 20, 1, 163LL << 10, 164LL << 10, 1024};
 constexpr uintptr_t kX = 1 << 20;
 constexpr uintptr_t kY = 2 << 20;
 constexpr uintptr_t kWeight = 3 << 20;
@@ -169,12 +175,268 @@ void table_order() {
   }
 }
 
+// -----------------------------------------------------------------------------
+// Backward
+// -----------------------------------------------------------------------------
+
+constexpr uintptr_t kDy = 5 << 20;
+constexpr uintptr_t kDx = 6 << 20;
+
+// An SM of 2048 threads and 64K registers: CTAs limited by threads, registers (a per-kernel count
+// a thread) and shared memory; clusters as many as the CTAs make.
+class StubOccupancy final : public reference_ops::BwdOccupancy {
+ public:
+  explicit StubOccupancy(const DeviceLimits& d) : device_(d) {}
+  int ctas_per_sm(const BwdKernel& k, int threads, int64_t smem_bytes) const override {
+    ++queries;
+    const int regs = k.variant == BwdVariant::kFewRows ? 40 : reference_ops::bwd_traits(k.variant).staged ? 96 : 64;
+    const int64_t by_threads = 2048 / threads;
+    const int64_t by_regs = 65536 / (static_cast<int64_t>(regs) * threads);
+    const int64_t by_smem = device_.smem_per_sm / (smem_bytes + static_smem_bytes(k) + device_.smem_reserved_per_block);
+    return static_cast<int>(std::min({by_threads, by_regs, by_smem, int64_t{32}}));
+  }
+  int64_t static_smem_bytes(const BwdKernel& k) const override {
+    return reference_ops::bwd_traits(k.variant).staged ? 4352 : 2304;
+  }
+  int64_t resident_clusters(const BwdKernel& k, int threads, int cluster, int64_t smem_bytes) const override {
+    return static_cast<int64_t>(ctas_per_sm(k, threads, smem_bytes)) * device_.sm_count / cluster;
+  }
+  mutable int64_t queries = 0;
+
+ private:
+  DeviceLimits device_;
+};
+
+BwdCall bwd_call(int x_bytes, int param_bytes, int64_t rows, int64_t cols, Norm norm, bool weight, bool dbias) {
+  return {rows, cols, x_bytes, param_bytes, norm, weight, dbias, kX, kDy, kDx, weight ? kWeight : 0};
+}
+
+std::string describe(const BwdCall& c, const BwdPlan& p) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "x %dB params %dB %s %lldx%lld dw=%d db=%d -> %s packs=%d tpr=%d groups=%d threads=%d cluster=%d "
+                "clusters=%lld stages=%d grid=%lld parts=%lld valid=%d",
+                c.x_bytes, c.param_bytes, c.norm == Norm::kRms ? "rms" : "ln", static_cast<long long>(c.rows),
+                static_cast<long long>(c.cols), c.dweight, c.dbias, reference_ops::bwd_variant_name(p.variant),
+                p.packs_per_thread, p.threads_per_row, p.groups, p.threads, p.cluster,
+                static_cast<long long>(p.clusters), p.stages, static_cast<long long>(p.grid),
+                static_cast<long long>(p.sum_parts), p.valid);
+  return buf;
+}
+
+BwdPlan plan_bwd(const BwdCall& c, const DeviceLimits& d) { return reference_ops::plan_bwd(c, d, StubOccupancy(d)); }
+
+// packs 0: any; cluster 0: any.
+void expect(const char* name, const BwdCall& c, const DeviceLimits& d, BwdVariant v, int packs, int cluster = 0) {
+  const BwdPlan p = plan_bwd(c, d);
+  if (p.variant != v || (packs != 0 && p.packs_per_thread != packs) || (cluster != 0 && p.cluster != cluster)) {
+    fail(std::string(name) + ": " + describe(c, p) + ", expected " + reference_ops::bwd_variant_name(v));
+  }
+}
+
+void bwd_table_order() {
+  for (int v = 0; v < reference_ops::kBwdVariantCount; ++v) {
+    if (static_cast<int>(reference_ops::kBwdVariants[v].variant) != v) {
+      fail("kBwdVariants is not in BwdVariant order at " + std::to_string(v));
+    }
+  }
+}
+
+// One or more representative shapes per variant and shape class (H100 limits unless named).
+void bwd_named_shapes() {
+  const Norm ln = Norm::kLayerNorm;
+  const Norm rms = Norm::kRms;
+  // Few rows: x up to 4 MiB in one wave; a block per row up to one row per SM.
+  expect("bf16 LN 1x4096", bwd_call(2, 2, 1, 4096, ln, true, true), kH100, BwdVariant::kFewRows, 2);
+  expect("bf16 LN 64x8192", bwd_call(2, 2, 64, 8192, ln, true, true), kH100, BwdVariant::kFewRows, 2);
+  expect("bf16 LN 512x1024", bwd_call(2, 2, 512, 1024, ln, true, true), kH100, BwdVariant::kFewRows, 4);
+  expect("fp32 RMS 16x4096", bwd_call(4, 4, 16, 4096, rms, true, false), kH100, BwdVariant::kFewRows, 2);
+  expect("fp64 LN 8x1024", bwd_call(8, 8, 8, 1024, ln, true, true), kH100, BwdVariant::kFewRows, 2);
+  expect("bf16 + fp32 params 4x2048", bwd_call(2, 4, 4, 2048, ln, true, true), kH100, BwdVariant::kFewRows, 2);
+  // Past kFewRowsMaxBytes, or more rows than the column blocks add, or odd N: staged.
+  expect("bf16 LN 128x16384 (4 MiB)", bwd_call(2, 2, 128, 16384, ln, true, true), kH100, BwdVariant::kFewRows, 4);
+  expect("bf16 LN 129x16384", bwd_call(2, 2, 129, 16384, ln, true, true), kH100, BwdVariant::kStaged, 4);
+  expect("fp32 LN 1024x64", bwd_call(4, 4, 1024, 64, ln, true, true), kH100, BwdVariant::kFewRows, 4);
+  expect("fp32 LN 1025x64", bwd_call(4, 4, 1025, 64, ln, true, true), kH100, BwdVariant::kStaged, 0);
+  expect("bf16 LN 256x16384", bwd_call(2, 2, 256, 16384, ln, true, true), kH100, BwdVariant::kStaged, 4);
+  expect("bf16 LN 2048x64", bwd_call(2, 2, 2048, 64, ln, true, true), kH100, BwdVariant::kStaged, 4, 1);
+  expect("bf16 LN 1x4095", bwd_call(2, 2, 1, 4095, ln, true, true), kH100, BwdVariant::kStagedSpan, 0);
+  // Staged, one CTA a row slice.
+  expect("bf16 LN 4096x4096", bwd_call(2, 2, 4096, 4096, ln, true, true), kH100, BwdVariant::kStaged, 4, 1);
+  expect("fp32 LN 4096x4096", bwd_call(4, 4, 4096, 4096, ln, true, true), kH100, BwdVariant::kStaged, 8, 1);
+  expect("fp64 LN 4096x4096", bwd_call(8, 8, 4096, 4096, ln, true, true), kH100, BwdVariant::kStaged, 8, 1);
+  expect("bf16 + fp32 params", bwd_call(2, 4, 4096, 4096, ln, true, true), kH100, BwdVariant::kStaged, 4, 1);
+  expect("bf16 RMS 4096x4096", bwd_call(2, 2, 4096, 4096, rms, true, false), kH100, BwdVariant::kStaged, 4, 1);
+  expect("bf16 LN no weight", bwd_call(2, 2, 4096, 4096, ln, false, false), kH100, BwdVariant::kStaged, 4, 1);
+  // Staged on a cluster: rows wider than one CTA holds, or a cluster widened to cut partial rows.
+  expect("bf16 LN 4096x32768", bwd_call(2, 2, 4096, 32768, ln, true, true), kH100, BwdVariant::kStaged, 4, 2);
+  expect("bf16 LN 1024x16384 widened", bwd_call(2, 2, 1024, 16384, ln, true, true), kH100, BwdVariant::kStaged, 4, 2);
+  expect("bf16 LN 4096x16384 not widened", bwd_call(2, 2, 4096, 16384, ln, true, true), kH100, BwdVariant::kStaged, 4,
+         1);
+  expect("fp32 LN 1024x65536", bwd_call(4, 4, 1024, 65536, ln, true, true), kH100, BwdVariant::kStaged, 8, 8);
+  expect("fp32 LN 1024x65535", bwd_call(4, 4, 1024, 65535, ln, true, true), kH100, BwdVariant::kStagedSpan, 8, 8);
+  // Widths that are not a multiple of the pack: spans; N = 1 and odd N.
+  expect("bf16 LN 4096x4095", bwd_call(2, 2, 4096, 4095, ln, true, true), kH100, BwdVariant::kStagedSpan, 0, 1);
+  expect("fp32 LN 4096x4097", bwd_call(4, 4, 4096, 4097, ln, true, true), kH100, BwdVariant::kStagedSpan, 0, 1);
+  expect("bf16 LN 4096x1", bwd_call(2, 2, 4096, 1, ln, true, true), kH100, BwdVariant::kStagedSpan, 0, 1);
+  expect("fp64 RMS 4096x3", bwd_call(8, 8, 4096, 3, rms, true, false), kH100, BwdVariant::kStagedSpan, 0, 1);
+  // No cluster before sm_90: rows past one CTA's shared memory take the register kernel, then the
+  // two-pass kernels.
+  expect("fp32 LN 4096x8192 sm_80", bwd_call(4, 4, 4096, 8192, ln, true, true), kA100, BwdVariant::kRows, 4);
+  expect("fp64 LN 4096x4096 sm_80", bwd_call(8, 8, 4096, 4096, ln, true, true), kA100, BwdVariant::kRows, 4);
+  expect("bf16 LN 4096x32768 sm_80", bwd_call(2, 2, 4096, 32768, ln, true, true), kA100, BwdVariant::kWide, 0);
+  expect("fp32 LN 4096x8191 sm_80", bwd_call(4, 4, 4096, 8191, ln, true, true), kA100, BwdVariant::kWideElems, 0);
+  // Rows past the largest cluster: two passes.
+  expect("fp32 LN 64x2^20", bwd_call(4, 4, 64, 1 << 20, ln, true, true), kH100, BwdVariant::kWide, 0);
+  expect("bf16 LN 64x2^20+1", bwd_call(2, 2, 64, (1 << 20) + 1, ln, true, true), kH100, BwdVariant::kWideElems, 0);
+  // Pointers that are not 16-byte aligned: single elements.
+  BwdCall unaligned = bwd_call(2, 2, 4096, 4096, ln, true, true);
+  unaligned.x += 2;
+  expect("x not 16-byte aligned", unaligned, kH100, BwdVariant::kRowsElems, 8);
+  BwdCall dy_off = bwd_call(4, 4, 1, 1024, ln, true, true);
+  dy_off.dy += 4;
+  expect("dy not 16-byte aligned", dy_off, kH100, BwdVariant::kRowsElems, 8);
+  BwdCall dx_off = bwd_call(4, 4, 4096, 100000, ln, true, true);
+  dx_off.dx += 4;
+  expect("dx not 16-byte aligned, wide", dx_off, kH100, BwdVariant::kWideElems, 0);
+  BwdCall weight_off = bwd_call(2, 4, 4096, 4096, ln, true, true);
+  weight_off.weight += 16;  // float parameters of a 16-bit x: packs of 32 bytes
+  expect("weight not pack aligned", weight_off, kH100, BwdVariant::kRowsElems, 8);
+}
+
+// Every plan is valid, names a built kernel, and has a launch shape that kernel can take.
+void check_bwd_plan(const BwdCall& c, const DeviceLimits& d, std::set<std::tuple<int, int, int>>& planned) {
+  using namespace reference_ops;
+  const BwdPlan p = plan_bwd(c, d);
+  const BwdTraits t = bwd_traits(p.variant);
+  planned.insert({static_cast<int>(p.variant), p.packs_per_thread, c.x_bytes});
+  const int vec = kPackBytes / c.x_bytes;
+  const bool aligned = c.x % kPackBytes == 0 && c.dy % kPackBytes == 0 && c.dx % kPackBytes == 0 &&
+                       c.weight % (static_cast<uintptr_t>(c.param_bytes) * vec) == 0;
+  const bool span = c.cols % vec != 0;
+  auto bad = [&](const char* what) { fail(std::string(what) + ": " + describe(c, p)); };
+  if (!p.valid || !bwd_kernel_exists(p.variant, p.packs_per_thread, c.x_bytes)) {
+    return bad("no kernel built");
+  }
+  if ((t.packs16 && !aligned) || (t.packs16 && span != t.span) || p.vec != bwd_vec(p.variant, c.x_bytes)) {
+    return bad("packs of an unaligned call, or of the wrong layout");
+  }
+  const int64_t packs = c.cols / p.vec;
+  const bool params = c.dweight || c.dbias;
+  int64_t parts = 0;  // partial rows the variant writes
+  switch (p.variant) {
+    case BwdVariant::kFewRows:
+      if (!is_pow2(p.threads_per_row) || p.threads > kFewThreads || p.threads < p.threads_per_row ||
+          p.groups * p.threads_per_row > p.threads || int64_t{p.threads_per_row} * p.packs_per_thread < packs ||
+          p.row_blocks * p.groups < c.rows || p.grid != p.row_blocks + (params ? ceil_div(packs, kFewColPacks) : 0)) {
+        return bad("few-row launch shape");
+      }
+      break;
+    case BwdVariant::kStaged:
+    case BwdVariant::kStagedSpan: {
+      const int64_t row_packs = packs + (t.span ? kSpanExtraPacks : 0);
+      const int slots = p.packs_per_thread + (t.span ? 1 : 0);
+      const int64_t shifts = span_shifts(c.x_bytes);
+      if (!is_pow2(p.threads_per_row) || p.threads != p.threads_per_row * p.groups || p.threads > kBwdThreads ||
+          p.cluster > d.max_cluster || !is_pow2(p.cluster) || (p.cluster > 1 && p.groups != 1) ||
+          (p.cluster > 1 && p.threads_per_row < kWarpSize) || int64_t{p.threads_per_row} * slots < p.slice_packs ||
+          p.slice_packs * p.cluster < row_packs || p.stages < 1 || p.stages > kBwdMaxStages ||
+          p.smem_bytes > d.smem_per_block_optin - 4096 || p.clusters < 1 || p.grid != p.clusters * p.cluster ||
+          (t.span && p.clusters * p.groups < c.rows && p.clusters * p.groups % shifts != 0)) {
+        return bad("staged launch shape");
+      }
+      parts = p.clusters > 1 ? p.clusters : 0;
+      break;
+    }
+    case BwdVariant::kRows:
+    case BwdVariant::kRowsElems:
+      if (!is_pow2(p.threads_per_row) || p.threads_per_row > kBwdThreads ||
+          p.groups * p.threads_per_row != kBwdThreads || int64_t{p.threads_per_row} * p.packs_per_thread < packs ||
+          p.grid < 1) {
+        return bad("register launch shape");
+      }
+      parts = p.grid;
+      break;
+    case BwdVariant::kWide:
+    case BwdVariant::kWideElems:
+      if (p.strips * kColumnsThreads < packs || p.chunks * p.rows_per_chunk < c.rows ||
+          (p.chunks - 1) * p.rows_per_chunk >= c.rows || p.chunks > 65535 || p.stats_grid < 1 ||
+          p.stats_grid > c.rows) {
+        return bad("two-pass launch shape");
+      }
+      parts = p.chunks;
+      break;
+  }
+  const int sum_vec = kPackBytes / bwd_acc_bytes(c.x_bytes);
+  if (p.sum_parts != (params ? parts : 0) ||
+      (p.sum_parts > 0 && ((p.sum_vec != 1 && (p.sum_vec != sum_vec || c.cols % sum_vec != 0)) ||
+                           p.sum_tiles * kSumCols * p.sum_vec < c.cols))) {
+    return bad("column sums");
+  }
+}
+
+void bwd_sweep() {
+  std::set<std::tuple<int, int, int>> planned;
+  const DeviceLimits devices[] = {kH100, kA100};
+  const int64_t row_counts[] = {1, 7, 132, 133, 1024, 1025, 100000};
+  int64_t plans = 0;
+  for (const auto& types : kTypes) {
+    for (const Norm norm : {Norm::kLayerNorm, Norm::kRms}) {
+      for (int params = 0; params < 4; ++params) {
+        const bool weight = (params & 1) != 0;
+        const bool dbias = (params & 2) != 0;
+        if (norm == Norm::kRms && dbias) {
+          continue;
+        }
+        for (const DeviceLimits& d : devices) {
+          for (const int64_t rows : row_counts) {
+            for (int64_t cols = 1; cols <= (int64_t{1} << 22); cols += cols < (1 << 15) ? 1 : 61) {
+              BwdCall c = bwd_call(types[0], types[1], rows, cols, norm, weight, dbias);
+              check_bwd_plan(c, d, planned);
+              ++plans;
+              // Narrower rows also with dy not 16-byte aligned.
+              if (cols <= 4096) {
+                c.dy += 2;
+                check_bwd_plan(c, d, planned);
+                ++plans;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Built kernels no shape plans (the instantiations are kept as they are; reported, not failed).
+  int built = 0;
+  std::string unplanned;
+  for (const int x_bytes : {2, 4, 8}) {
+    for (int v = 0; v < reference_ops::kBwdVariantCount; ++v) {
+      for (const int packs : {0, 1, 2, 4, 8}) {
+        const BwdVariant variant = static_cast<BwdVariant>(v);
+        if (!reference_ops::bwd_kernel_exists(variant, packs, x_bytes)) {
+          continue;
+        }
+        ++built;
+        if (planned.count({v, packs, x_bytes}) == 0) {
+          unplanned += std::string(" ") + reference_ops::bwd_variant_name(variant) + "/" + std::to_string(packs) + "/" +
+                       std::to_string(x_bytes) + "B";
+        }
+      }
+    }
+  }
+  std::printf(
+      "backward: %lld plans checked; %d (variant, packs, x bytes) kernels built, %zu planned; never planned:%s\n",
+      static_cast<long long>(plans), built, planned.size(), unplanned.c_str());
+}
 }  // namespace
 
 int main() {
   table_order();
   named_shapes();
   sweep();
+  bwd_table_order();
+  bwd_named_shapes();
+  bwd_sweep();
   std::printf("%s (%d failures)\n", failures == 0 ? "OK" : "FAILED", failures);
   return failures == 0 ? 0 : 1;
 }

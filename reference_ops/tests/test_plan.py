@@ -1,6 +1,6 @@
-"""The forward's planner (csrc/norm_plan.cpp) on the CPU: plan_test.cpp, built with the host's C++
-compiler, checks that named shapes map to their variants and that no width falls through to a
-kernel that is not built. Needs no GPU and no build of the extension."""
+"""The forward and backward planners (csrc/norm_plan.cpp) on the CPU: plan_test.cpp, built with
+the host's C++ compiler, checks that named shapes map to their variants and that no width falls
+through to a kernel that is not built. Needs no GPU and no build of the extension."""
 
 from __future__ import annotations
 
