@@ -359,19 +359,84 @@ __device__ __forceinline__ void staged_column_sums(acc_t* sums_s, int slice_cols
   }
 }
 
-// Staged backward (16-byte packs): a persistent grid; each row group of
-// threads_per_row threads works on `stages` rows at once, one being processed
-// while x, dy and the row statistics of the next ones are copied into shared
-// memory by cp.async (each thread copies and later reads only its own packs;
-// lane 0 of each warp copies the statistics for its warp). Every thread owns
-// the same kPacks packs of columns in every row, so its dweight / dbias columns
-// accumulate in registers. Rows too wide for one CTA are split over a cluster
-// whose row sums meet through distributed shared memory; clusters also cut the
-// number of partial rows when there are few rows per SM. At the end the row
-// groups of a CTA are added in a fixed order and written as the CTA's partial
-// row (or as dweight / dbias themselves when the grid is one cluster). RMSNorm:
-// no mean and no dbias, known at compile time (the sum of g, x - mean and the
-// dbias accumulators drop out).
+// A thread of the staged kernel: its lane in its row group of threads_per_row threads, its CTA's
+// slice of the row (packs pack0 .. pack0 + packs of the row's span; a staged row holds slice_packs
+// of x, then as many of dy) and the row's width. Slot p of the thread is pack lane + p *
+// threads_per_row of the slice, the same columns in every row.
+template <int kVec, bool kSpan>
+struct StagedSlice {
+  int lane;
+  int threads_per_row;
+  int pack0;
+  int packs;
+  int64_t slice_packs;
+  RowSpan span;
+  int64_t cols;
+
+  // Column of element 0 of pack j of the slice.
+  __device__ __forceinline__ int column0(int j) const { return (pack0 + j) * kVec - span.shift; }
+  // A span's first and last packs are its edges, which hold elements of the neighbouring rows.
+  __device__ __forceinline__ bool edge(int j) const { return kSpan && (column0(j) < 0 || column0(j) + kVec > cols); }
+  // x and dy of pack j of a staged row (edge packs: the neighbouring rows' elements zeroed).
+  template <typename P>
+  __device__ __forceinline__ void read(const P* xs, int j, P& xp, P& gp) const {
+    xp = xs[j];
+    gp = xs[slice_packs + j];
+    if (edge(j)) {
+      xp.keep(-column0(j), cols - column0(j));
+      gp.keep(-column0(j), cols - column0(j));
+    }
+  }
+};
+
+// Load: the row's slice of x and dy into its row group's staging slot (slot(): [x][dy],
+// slice_packs each), and the row's statistics into stats_slot(), by cp.async, so that they arrive
+// while earlier rows are worked on. Each thread copies the packs it later reads, and the first
+// thread of each segment (the row group's threads within one warp) the statistics that segment
+// reads. A row past the end copies zeros (every thread still commits its group of copies).
+template <bool kRms, typename T, int kVec, bool kSpan, typename acc_t, typename FirstPack, typename Slot,
+          typename StatsSlot>
+__device__ __forceinline__ void staged_load_row(const StagedSlice<kVec, kSpan>& s, const T* x, const T* dy,
+                                                const acc_t* mean, const acc_t* rstd, int64_t row, int64_t rows,
+                                                FirstPack&& first_pack, Slot&& slot, StatsSlot&& stats_slot,
+                                                int segment_threads) {
+  using XPack = RawPack<T, kVec>;
+  const bool ok = row < rows;
+  const int64_t first = first_pack(ok ? row : 0) + s.pack0;
+  const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
+  const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
+  XPack* dst = slot();
+  // The tensor's last pack, when it runs past the tensor's end, is copied one element at a time
+  // (cp.async reads all 16 bytes even when told to copy fewer).
+  const TailPack tail = kSpan ? tail_pack<kVec>(row, rows, s.cols, s.span, s.pack0) : TailPack{-1, 0};
+  for (int j = s.lane; j < s.packs; j += s.threads_per_row) {
+    if (kSpan && j == tail.index) {
+      dst[j].load_elems(reinterpret_cast<const T*>(xr + j), tail.elems);
+      dst[s.slice_packs + j].load_elems(reinterpret_cast<const T*>(gr + j), tail.elems);
+    } else {
+      cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
+      cp_async_16(dst + s.slice_packs + j, gr + j, ok ? kPackBytes : 0);
+    }
+  }
+  if (threadIdx.x % segment_threads == 0) {
+    acc_t* st = stats_slot();
+    if (!kRms) {
+      cp_async_small<sizeof(acc_t)>(st, mean + (ok ? row : 0), ok);
+    }
+    cp_async_small<sizeof(acc_t)>(st + 1, rstd + (ok ? row : 0), ok);
+  }
+}
+
+// Staged backward (16-byte packs): a persistent grid; each row group of threads_per_row threads
+// works on `stages` rows at once, one being processed while x, dy and the row statistics of the
+// next ones are copied into shared memory (staged_load_row). Every thread owns the same kPacks
+// packs of columns in every row (StagedSlice), so its dweight / dbias columns accumulate in
+// registers. Rows too wide for one CTA are split over a cluster whose row sums meet through
+// distributed shared memory; clusters also cut the number of partial rows when there are few rows
+// per SM. At the end the row groups of a CTA are added in a fixed order and written as the CTA's
+// partial row, or as dweight / dbias themselves when the grid is one cluster
+// (staged_column_sums). RMSNorm: no mean and no dbias, known at compile time (the sum of g,
+// x - mean and the dbias accumulators drop out).
 template <typename T, typename W, int kPacks, RowLayout kLayout, Norm kNorm>
 __global__ void __launch_bounds__(kBwdThreads, 1)
     norm_bwd_staged_kernel(const T* __restrict__ dy, const T* __restrict__ x,
@@ -414,13 +479,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   // Indices within a slice are 32-bit (a slice fits in shared memory).
   const int pack0 = static_cast<int>(rank * slice_packs);
   const int packs = max(min(static_cast<int>(slice_packs), span.packs - pack0), 0);
-  // Column of element 0 of pack j of this CTA's slice; a span's first and last
-  // packs are its edges, which hold elements of the neighbouring rows; the
-  // columns this CTA owns.
-  auto column0 = [&](int j) { return (pack0 + j) * kVec - span.shift; };
-  auto edge = [&](int j) { return kSpan && (column0(j) < 0 || column0(j) + kVec > cols); };
-  const int col_begin = max(column0(0), 0);
-  const int col_end = static_cast<int>(std::min<int64_t>(column0(packs), cols));
+  const StagedSlice<kVec, kSpan> s{lane, threads_per_row, pack0, packs, slice_packs, span, cols};
+  // The columns this CTA owns.
+  const int col_begin = max(s.column0(0), 0);
+  const int col_end = static_cast<int>(std::min<int64_t>(s.column0(packs), cols));
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
   // The statistics of a row are copied once per segment (the threads of one row
@@ -452,32 +514,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   auto staged = [&](int64_t k) { return stage + ((k % stages) * groups + group) * 2 * slice_packs; };
   auto row_stats = [&](int64_t k) { return stats + ((k % stages) * segments + segment) * 2; };
   auto issue = [&](int64_t k) {
-    const int64_t row = first_row + k * row_step + group;
-    const bool ok = row < rows;
-    const int64_t first = first_pack(ok ? row : 0) + pack0;
-    const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
-    const XPack* gr = reinterpret_cast<const XPack*>(dy) + first;
-    XPack* dst = staged(k);
-    // The tensor's last pack, when it runs past the tensor's end, is copied one
-    // element at a time (cp.async reads all 16 bytes even when told to copy
-    // fewer).
-    const TailPack tail = kSpan ? tail_pack<kVec>(row, rows, cols, span, pack0) : TailPack{-1, 0};
-    for (int j = lane; j < packs; j += threads_per_row) {
-      if (kSpan && j == tail.index) {
-        dst[j].load_elems(reinterpret_cast<const T*>(xr + j), tail.elems);
-        dst[slice_packs + j].load_elems(reinterpret_cast<const T*>(gr + j), tail.elems);
-      } else {
-        cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
-        cp_async_16(dst + slice_packs + j, gr + j, ok ? kPackBytes : 0);
-      }
-    }
-    if (threadIdx.x % segment_threads == 0) {
-      acc_t* st = row_stats(k);
-      if (!kRms) {
-        cp_async_small<sizeof(acc_t)>(st, mean + (ok ? row : 0), ok);
-      }
-      cp_async_small<sizeof(acc_t)>(st + 1, rstd + (ok ? row : 0), ok);
-    }
+    staged_load_row<kRms>(
+        s, x, dy, mean, rstd, first_row + k * row_step + group, rows, first_pack, [&] { return staged(k); },
+        [&] { return row_stats(k); }, segment_threads);
   };
   // The first rows are requested before the weight slice is read, so the two
   // memory round trips overlap (few-row calls are one such chain); with one
@@ -556,15 +595,6 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
   };
   auto weight_at = [&](int e, const WPack& wp) { return static_cast<acc_t>(wp.get(e)); };
-  // x and dy of pack j (span edge packs: the neighbouring rows' elements zeroed).
-  auto read_packs = [&](const XPack* xs, int j, XPack& xp, XPack& gp) {
-    xp = xs[j];
-    gp = xs[slice_packs + j];
-    if (edge(j)) {
-      xp.keep(-column0(j), cols - column0(j));
-      gp.keep(-column0(j), cols - column0(j));
-    }
-  };
 
   int reduce_calls = 0;
   for (int64_t k = 0; k < iters; ++k) {
@@ -594,7 +624,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       if (j < packs) {
         XPack xp;
         XPack gp;
-        read_packs(xs, j, xp, gp);
+        s.read(xs, j, xp, gp);
         const WPack wp = w_s[j];
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
@@ -623,7 +653,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
         if (j < packs) {
           XPack xp;
           XPack gp;
-          read_packs(xs, j, xp, gp);
+          s.read(xs, j, xp, gp);
           const WPack wp = w_s[j];
           XPack out;
 #pragma unroll
@@ -642,8 +672,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
             }
             out.set2(e, v[0], v[1]);
           }
-          if (edge(j)) {
-            store_span_edge(reinterpret_cast<T*>(dxr + j), out, -column0(j), cols - column0(j));
+          if (s.edge(j)) {
+            store_span_edge(reinterpret_cast<T*>(dxr + j), out, -s.column0(j), cols - s.column0(j));
           } else {
             store_stream(dxr + j, out);
           }
@@ -660,7 +690,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   acc_t* const parts[2] = {dw_part, db_part};
   W* const finals[2] = {dweight, dbias};
   staged_column_sums<kVec, kSlots, kSpan, kRms>(sums_s, slice_cols, col_begin, packs, lane, threads_per_row, group,
-                                                groups, cluster_id, cols, parts, finals, acc, column0);
+                                                groups, cluster_id, cols, parts, finals, acc,
+                                                [&](int j) { return s.column0(j); });
   // No cluster barrier before leaving: every write into this CTA's shared
   // memory was counted on its mbarriers, whose last phase it waited for.
 }

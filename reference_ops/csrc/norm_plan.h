@@ -321,9 +321,15 @@ REFERENCE_OPS_HOST_DEVICE constexpr int bwd_vec(BwdVariant v, int x_bytes) {
   return bwd_traits(v).packs16 ? kPackBytes / x_bytes : 1;
 }
 
-// Whether the kernel of a variant is built for this many packs per thread and x of x_bytes.
-// Few-row kernel: kFewSpreadPacks and kFewPacks; staged and register kernels: the powers of two
-// up to 8 whose accumulators fit their bytes; the two-pass kernels have no packs per thread.
+// Whether the kernel of a variant is built for this many packs per thread and x of x_bytes: the
+// packs plan_bwd produces, no more (tests/plan_test.cpp checks, on the limits of GPUs from sm_75 to
+// sm_120, that every plan names a built kernel and that every built kernel is planned).
+// Few-row kernel: kFewSpreadPacks and kFewPacks. Staged kernels and kRowsElems: the powers of two
+// up to 8 whose accumulators fit their bytes. kRows: the packs that fill its accumulator bytes. It
+// runs only for rows the staged kernel cannot hold, and a row of fewer packs is one thread's, which
+// the staged kernel holds on every GPU but a float64 row of 2 packs where a CTA has 64 KiB of
+// shared memory (sm_75: 512 row groups of x and dy, 32 KiB, beside the float64 statistics).
+// The two-pass kernels have no packs per thread.
 REFERENCE_OPS_HOST_DEVICE constexpr bool bwd_kernel_exists(BwdVariant v, int packs, int x_bytes) {
   const BwdTraits t = bwd_traits(v);
   if (t.two_pass) {
@@ -334,8 +340,10 @@ REFERENCE_OPS_HOST_DEVICE constexpr bool bwd_kernel_exists(BwdVariant v, int pac
   }
   const bool pow2 = packs == 1 || packs == 2 || packs == 4 || packs == 8;
   const int acc_bytes = packs * bwd_vec(v, x_bytes) * bwd_acc_bytes(x_bytes);
-  // The register kernel holds at least one pack a thread, whatever its bytes.
-  return pow2 && (acc_bytes <= t.max_acc_bytes || (!t.staged && packs == 1));
+  if (v == BwdVariant::kRows) {
+    return pow2 && (acc_bytes == t.max_acc_bytes || (x_bytes == 8 && packs == 2));
+  }
+  return pow2 && acc_bytes <= t.max_acc_bytes;
 }
 
 const char* bwd_variant_name(BwdVariant v);
