@@ -26,7 +26,7 @@ from support import (
 import my_cuda_op
 
 # Odd sizes on purpose: single elements, lengths that are not a multiple of the vector width,
-# more rows than the GPU keeps resident blocks (grid-stride loops), and a row wider than a block.
+# more rows or elements than the GPU holds at once, and a row wider than a block.
 SHAPES = [(1,), (7,), (199, 760), (3, 5, 33), (2, 1025), (64, 4099), (20011, 3), (2053, 1031)]
 
 
