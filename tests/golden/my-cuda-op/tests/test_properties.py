@@ -133,7 +133,10 @@ def test_matches_float64_reference_or_refuses(call):
     grad_out = make_input(shape, dtype, device, "contiguous", 0, 1.0, seed + 1)
     (grad_x,) = torch.autograd.grad(y, x, grad_out)
     (expected,) = torch.autograd.grad(y64, x64, grad_out.double())
-    torch.testing.assert_close(grad_x, expected.to(dtype), **TOLERANCES[dtype], msg=lambda m: f"backward, {call}: {m}")
+    # The gradient is scale times values computed from the saved tensor in the input's dtype (as
+    # torch's own ops do), so its rounding error grows with |scale|: so does the tolerance.
+    grad_tolerance = {name: bound * max(1.0, abs(scale)) for name, bound in TOLERANCES[dtype].items()}
+    torch.testing.assert_close(grad_x, expected.to(dtype), **grad_tolerance, msg=lambda m: f"backward, {call}: {m}")
 
 
 SMALL_SHAPES = st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple)
