@@ -24,13 +24,14 @@ namespace {
 constexpr int kThreads = 256;
 // Bytes per vector access: 16 bytes compile to one LDG.128 / STG.128 per thread.
 constexpr int kVecBytes = 16;
-// Packs a thread takes, all loaded before any is computed: 2 in float64, 1 in the other dtypes.
+// Packs a thread takes, all loaded before any is computed: 4 in float64, 1 in the other dtypes.
 // float64's exp and division are long chains of dependent double-precision instructions, and the 2
-// elements of one pack gave a thread too few independent chains to cover their latency (H200:
-// 87-91 % of copy backward with 1 pack, 103 % with 2, 63-68 % with 8, whose registers cut the
-// threads an SM holds). float16/bfloat16 measured slower with 2 or 4.
+// elements of one pack gave a thread too few independent chains to cover their latency (H100, % of
+// copy forward / backward: 4 packs 100.2-100.4 / 102.8-103.0, 2 packs 99.6-99.8 / 101.4-101.5;
+// H200: 87-91 % backward with 1 pack, 63-68 % with 8, whose registers cut the threads an SM
+// holds). float16/bfloat16 measured slower with 2 or 4, float32 no faster with 2.
 template <typename scalar_t>
-constexpr int kPacksPerStep = sizeof(scalar_t) == sizeof(double) ? 2 : 1;
+constexpr int kPacksPerStep = sizeof(scalar_t) == sizeof(double) ? 4 : 1;
 
 // kVec elements moved as one aligned 16-byte (or smaller) access; get(i) and set(i, value) take
 // element i out and put it in. Elements narrower than 32 bits (float16/bfloat16) are held as
@@ -78,24 +79,24 @@ __device__ __forceinline__ acc_t apply(const Op& op, const acc_t (&args)[2]) {
   return op(args[0], args[1]);
 }
 
-// out[i] = op(in_0[i], ..., in_{kArity-1}[i]), computed in acc_t. Each thread handles kPacks
-// whole packs of kVec elements, one grid's width apart (so a warp's accesses stay contiguous); the
-// grid covers the tensor in one step, and loops only past the grid's limit of 2^31 - 1 blocks. The
-// last n % kVec elements are done one per thread.
+// out[i] = op(in_0[i], ..., in_{kArity-1}[i]), computed in acc_t. A block takes kPacks * blockDim.x
+// consecutive packs of kVec elements, each thread kPacks of them, blockDim.x apart (so a warp's
+// accesses stay contiguous); the grid covers the tensor in one step, and loops only past the grid's
+// limit of 2^31 - 1 blocks. The last n % kVec elements are done one per thread.
 template <typename scalar_t, int kVec, int kArity, typename Op>
 __global__ void elementwise_kernel(Op op, Inputs<scalar_t, kArity> in, scalar_t* __restrict__ out, int64_t n) {
   using acc_t = at::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
   constexpr int kPacks = kPacksPerStep<scalar_t>;
-  const int64_t start = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t num_packs = n / kVec;
+  const int64_t block_packs = int64_t(kPacks) * blockDim.x;  // consecutive packs a block takes
+  const int64_t grid_packs = gridDim.x * block_packs;
 
-  for (int64_t first = start; first < num_packs; first += kPacks * stride) {
+  for (int64_t first = blockIdx.x * block_packs + threadIdx.x; first < num_packs; first += grid_packs) {
     pack_t src[kPacks][kArity];
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int64_t p = first + k * stride;
+      const int64_t p = first + k * int64_t(blockDim.x);
 #pragma unroll
       for (int a = 0; a < kArity; ++a) {
         if (p < num_packs) {
@@ -105,7 +106,7 @@ __global__ void elementwise_kernel(Op op, Inputs<scalar_t, kArity> in, scalar_t*
     }
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      const int64_t p = first + k * stride;
+      const int64_t p = first + k * int64_t(blockDim.x);
       if (p < num_packs) {
         pack_t dst;
 #pragma unroll
@@ -121,7 +122,8 @@ __global__ void elementwise_kernel(Op op, Inputs<scalar_t, kArity> in, scalar_t*
       }
     }
   }
-  for (int64_t i = num_packs * kVec + start; i < n; i += stride) {
+  const int64_t thread = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (int64_t i = num_packs * kVec + thread; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     acc_t args[kArity];
 #pragma unroll
     for (int a = 0; a < kArity; ++a) {
@@ -147,7 +149,7 @@ void launch_elementwise(Op op, Inputs<scalar_t, kArity> in, scalar_t* out, int64
   for (const scalar_t* ptr : in.ptr) {
     aligned = aligned && is_aligned(ptr);
   }
-  const int64_t per_block = int64_t(kThreads) * (aligned ? kPacksPerStep<scalar_t> : 1);
+  const int64_t per_block = int64_t(kThreads) * kPacksPerStep<scalar_t>;
   const int64_t work_items = aligned ? (n + kVec - 1) / kVec : n;
   const int64_t blocks =
       std::min<int64_t>((work_items + per_block - 1) / per_block, std::numeric_limits<int32_t>::max());
