@@ -28,6 +28,12 @@ import {{cookiecutter.package_name}}
 # Odd sizes on purpose: single elements, lengths that are not a multiple of the vector width,
 # more rows or elements than the GPU holds at once, and a row wider than a block.
 SHAPES = [(1,), (7,), (199, 760), (3, 5, 33), (2, 1025), (64, 4099), (20011, 3), (2053, 1031)]
+{%- if cookiecutter.kernel == 'rowwise' %}
+# Rows at each layout the launch picks from, in every dtype and both directions: held by one block,
+# split over a cluster of 2, 4 or 8 blocks (sm_90 and newer, where one block would hold the row
+# alone on its SM), and wider than 8 blocks hold (the wide-row kernels).
+SHAPES += [(3, 8191), (2, 8192), (3, 16389), (3, 32771), (3, 65541), (3, 131079), (3, 262153)]
+{%- endif %}
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=shape_id)
@@ -56,10 +62,11 @@ def test_backward_matches_reference(device, dtype, shape):
 
 
 {% if cookiecutter.kernel == 'rowwise' -%}
-# Rows masked with -inf, as attention masks leave them, at a width held in registers and one wide
-# enough for the wide-row kernels: runs of -inf long enough that whole threads see nothing else
+# Rows masked with -inf, as attention masks leave them, at a width held in one block's registers,
+# one split over a cluster (float16/bfloat16/float32; float64 takes a wide-row kernel) and one wide
+# enough for the wide-row kernels in every dtype: runs of -inf long enough that whole threads see nothing else
 # (their terms must come out 0, not nan), and a row of nothing but -inf (nan, as in torch).
-@pytest.mark.parametrize("width", [4099, 70001], ids=str)
+@pytest.mark.parametrize("width", [4099, 70001, 270001], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("device", DEVICES)
 def test_masked_rows_match_reference(device, dtype, width):
