@@ -548,10 +548,10 @@ chmod chown chroot cl_context_flags cl_context_flags_enum cl_event_flags cl_even
 clearenv clearerr clearerr_unlocked clock clock64 clock_adjtime clock_getcpuclockid clock_getres
 clock_gettime clock_nanosleep clock_settime clock_t clockid_t clone close close_range closefrom
 comparison_fn_t confstr cookie_close_function_t cookie_io_functions_t cookie_read_function_t
-cookie_seek_function_t cookie_write_function_t copy_file_range copysign copysignf copysignf128
-copysignf32 copysignf32x copysignf64 copysignf64x copysignl cos cosf cosf128 cosf32 cosf32x cosf64
-cosf64x cosh coshf coshf128 coshf32 coshf32x coshf64 coshf64x coshl cosl cospi cospif cpu_set_t
-crossinterpdatafunc crypt ctermid ctime ctime_r cub cuda cuserid cusolver_int_t cuuint32_t
+cookie_seek_function_t cookie_write_function_t cooperative_groups copy_file_range copysign copysignf
+copysignf128 copysignf32 copysignf32x copysignf64 copysignf64x copysignl cos cosf cosf128 cosf32
+cosf32x cosf64 cosf64x cosh coshf coshf128 coshf32 coshf32x coshf64 coshf64x coshl cosl cospi cospif
+cpu_set_t crossinterpdatafunc crypt ctermid ctime ctime_r cub cuda cuserid cusolver_int_t cuuint32_t
 cuuint64_t cyl_bessel_i0 cyl_bessel_i0f cyl_bessel_i1 cyl_bessel_i1f dadd daddl daddr_t daemon
 daylight dcgettext dcngettext ddivl descrgetfunc descrsetfunc destructor detail dev_t dfmal dgettext
 difftime digit dim3 div div_t dmul dmull dngettext double1 double2 double2int double2ll double2uint
@@ -708,8 +708,8 @@ scalblnf32 scalblnf32x scalblnf64 scalblnf64x scalblnl scalbn scalbnf scalbnf128
 scalbnf32x scalbnf64 scalbnf64x scalbnl scanf sched_get_priority_max sched_get_priority_min
 sched_getaffinity sched_getcpu sched_getparam sched_getscheduler sched_param sched_rr_get_interval
 sched_setaffinity sched_setparam sched_setscheduler sched_yield sdigit secure_getenv seed48 seed48_r
-select sendfunc setattrfunc setattrofunc setbuf setbuffer setdomainname setegid setentry setenv
-seteuid setgid sethostid sethostname setitimer setlinebuf setlocale setlogin setns setpayload
+select sem_t sendfunc setattrfunc setattrofunc setbuf setbuffer setdomainname setegid setentry
+setenv seteuid setgid sethostid sethostname setitimer setlinebuf setlocale setlogin setns setpayload
 setpayloadf setpayloadf128 setpayloadf32 setpayloadf32x setpayloadf64 setpayloadf64x setpayloadl
 setpayloadsig setpayloadsigf setpayloadsigf128 setpayloadsigf32 setpayloadsigf32x setpayloadsigf64
 setpayloadsigf64x setpayloadsigl setpgid setpgrp setregid setresgid setresuid setreuid setsid
