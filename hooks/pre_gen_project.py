@@ -654,11 +654,11 @@ nextdownf128 nextdownf32 nextdownf32x nextdownf64 nextdownf64x nextdownl nexttow
 nexttowardl nextup nextupf nextupf128 nextupf32 nextupf32x nextupf64 nextupf64x nextupl ngettext
 nice nlink_t norm norm3d norm3df norm4d norm4df normcdf normcdff normcdfinv normcdfinvf normf
 nrand48 nrand48_r nullary_function_traits nullptr_t nv nv_bfloat16 nv_bfloat162 nv_half nv_half2
-objobjargproc objobjproc obstack obstack_printf obstack_vprintf off64_t off_t on_exit open_memstream
-open_wmemstream optarg opterr optind optopt pathconf pause pclose perror pid_t pipe pipe2 popen
-posix_memalign posix_openpt pow powf powf128 powf32 powf32x powf64 powf64x powl pread pread64 printf
-printfunc profil program_invocation_name program_invocation_short_name pselect pthread_atfork
-pthread_attr_destroy pthread_attr_getaffinity_np pthread_attr_getdetachstate
+nvcuda objobjargproc objobjproc obstack obstack_printf obstack_vprintf off64_t off_t on_exit
+open_memstream open_wmemstream optarg opterr optind optopt pathconf pause pclose perror pid_t pipe
+pipe2 popen posix_memalign posix_openpt pow powf powf128 powf32 powf32x powf64 powf64x powl pread
+pread64 printf printfunc profil program_invocation_name program_invocation_short_name pselect
+pthread_atfork pthread_attr_destroy pthread_attr_getaffinity_np pthread_attr_getdetachstate
 pthread_attr_getguardsize pthread_attr_getinheritsched pthread_attr_getschedparam
 pthread_attr_getschedpolicy pthread_attr_getscope pthread_attr_getsigmask_np pthread_attr_getstack
 pthread_attr_getstackaddr pthread_attr_getstacksize pthread_attr_init pthread_attr_setaffinity_np
