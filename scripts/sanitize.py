@@ -104,8 +104,6 @@ def family(kernel: str, args: list[str]) -> str:
         return f"forward {kind}"
     if kernel == "norm_bwd_staged_kernel" and len(args) >= 4:
         return "backward staged" + (" span rows" if truth(args[3]) else "")
-    if kernel == "rowwise_fwd_kernel" and len(args) == 4 and truth(args[3]):
-        return f"{kernel} (next row staged in shared memory)"
     if kernel == "rowwise_bwd_kernel" and len(args) == 4 and truth(args[3]):
         return f"{kernel} (a row split over a cluster)"
     names = {

@@ -204,7 +204,7 @@ def project_cases(package: str, op_name: str) -> list[Case]:
     module = importlib.import_module(package)
     op = getattr(module, op_name)
     reference = getattr(importlib.import_module(f"{package}.reference"), f"{op_name}_reference")
-    shapes = [(1,), (7,), (3, 5, 33), (199, 760), (2, 1025), (64, 4099), (2053, 1031), (3, 8191), (300, 8191), (8, 65537), (2, 270001)]
+    shapes = [(1,), (7,), (3, 5, 33), (199, 760), (2, 1025), (64, 4099), (2053, 1031), (3, 8191), (300, 8191), (3, 16383), (8, 65537), (2, 270001)]
     scale = 0.75
 
     def supported(dtype) -> bool:

@@ -30,10 +30,11 @@ import {{cookiecutter.package_name}}
 SHAPES = [(1,), (7,), (199, 760), (3, 5, 33), (2, 1025), (64, 4099), (20011, 3), (2053, 1031)]
 {%- if cookiecutter.kernel == 'rowwise' %}
 # Rows at each layout the launch picks from, in every dtype and both directions: held by one block
-# (float64 rows of 8191 forward: a block per SM that stages its next row, so more rows than SMs),
+# (up to 1024 threads: float64 rows of 16383 forward; more rows than the GPU holds at once: 300),
 # split over a cluster of 2, 4 or 8 blocks (the backward on sm_90 and newer), and wider than 8
 # blocks hold (the wide-row kernels).
-SHAPES += [(3, 8191), (2, 8192), (300, 8191), (3, 16389), (3, 32771), (3, 65541), (3, 131079), (3, 262153)]
+SHAPES += [(3, 8191), (2, 8192), (300, 8191), (3, 16383), (3, 16389), (3, 32771), (3, 65541), (3, 131079)]
+SHAPES += [(3, 262153)]
 {%- endif %}
 
 
