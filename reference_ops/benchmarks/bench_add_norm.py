@@ -4,10 +4,10 @@ eager (h = x + residual, then F.rms_norm / F.layer_norm) and torch.compile of th
 
 Timing as bench.py (CUDA-graph replays, interleaved rounds, copy bandwidth from the same run).
 Bytes counted are those the fused op must move:
-  forward   read x and residual, write h and y:          M*N*(sx + 3*sr)
+  forward   read x and residual, write h and y:          M*N*(sx + 2*sr + sy)
   backward  read dy, dh and h, write dresidual (and dx
-            when x is narrower than the residual stream): M*N*(4*sr [+ sx])
-(sx, sr: element sizes of x and of the residual stream). Backward time = time(forward with
+            when x is narrower than the residual stream): M*N*(sy + 3*sr [+ sx])
+(sx, sr, sy: element sizes of x, of the residual stream and of y). Backward time = time(forward with
 statistics + backward) - time(no_grad forward). Every result is checked against float64 first.
 
 Usage: python benchmarks/bench_add_norm.py [--ops rms_norm,layer_norm] [--pairs bf16,bf16+fp32,fp32]
@@ -31,27 +31,29 @@ import bench  # noqa: E402
 import reference_ops  # noqa: E402
 
 SHAPES = [(65536, 1024), (16384, 4096), (8192, 8192), (32768, 512)]
-# x's dtype + the residual stream's ("bf16+fp32": LLaMA-style float32 stream under autocast).
+# x's dtype + the residual stream's ("bf16+fp32": LLaMA-style float32 stream under autocast), and
+# y's when it is not the stream's ("/bf16": out_dtype, as the fused modules give y under autocast).
 PAIRS = {
-    "bf16": (torch.bfloat16, torch.bfloat16),
-    "fp16": (torch.float16, torch.float16),
-    "fp32": (torch.float32, torch.float32),
-    "bf16+fp32": (torch.bfloat16, torch.float32),
+    "bf16": (torch.bfloat16, torch.bfloat16, None),
+    "fp16": (torch.float16, torch.float16, None),
+    "fp32": (torch.float32, torch.float32, None),
+    "bf16+fp32": (torch.bfloat16, torch.float32, None),
+    "bf16+fp32/bf16": (torch.bfloat16, torch.float32, torch.bfloat16),
 }
 REL_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
 EPS = 1e-5
 
 
-def functions(op: str, n: int, compile_fn: bool) -> dict:
+def functions(op: str, n: int, compile_fn: bool, y_dtype=None) -> dict:
     def eager(x, r, w, b):
         h = x + r
         y = F.layer_norm(h, (n,), w, b, EPS) if op == "layer_norm" else F.rms_norm(h, (n,), w, EPS)
-        return y, h
+        return (y if y_dtype is None else y.to(y_dtype)), h
 
     def ours(x, r, w, b):
         if op == "layer_norm":
-            return reference_ops.add_layer_norm(x, r, (n,), w, b, EPS)
-        return reference_ops.add_rms_norm(x, r, (n,), w, EPS)
+            return reference_ops.add_layer_norm(x, r, (n,), w, b, EPS, out_dtype=y_dtype)
+        return reference_ops.add_rms_norm(x, r, (n,), w, EPS, out_dtype=y_dtype)
 
     fns = {"ours": ours, "eager": eager}
     if compile_fn:
@@ -67,20 +69,21 @@ def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def bench_case(op, pair, m, n, compile_fn, copy_gbps, replays):
-    x_dtype, r_dtype = PAIRS[pair]
+    x_dtype, r_dtype, y_dtype = PAIRS[pair]
     torch.manual_seed(m + n)
     x = torch.randn(m, n, device="cuda").to(x_dtype).requires_grad_()
     r = (torch.randn(m, n, device="cuda") * 2).to(r_dtype).requires_grad_()
     w = (torch.randn(n, device="cuda") * 0.5 + 1).to(r_dtype).requires_grad_()
     b = torch.randn(n, device="cuda").to(r_dtype).requires_grad_() if op == "layer_norm" else None
-    dy, dh = torch.randn(m, n, device="cuda").to(r_dtype), torch.randn(m, n, device="cuda").to(r_dtype)
+    dy = torch.randn(m, n, device="cuda").to(y_dtype or r_dtype)
+    dh = torch.randn(m, n, device="cuda").to(r_dtype)
     leaves = [t for t in (x, r, w, b) if t is not None]
 
     # float64 reference from the same inputs.
     ref = [t.detach().double().requires_grad_() for t in leaves]
     y_ref, h_ref = functions(op, n, False)["eager"](ref[0], ref[1], ref[2], ref[3] if b is not None else None)
     g_ref = torch.autograd.grad([y_ref, h_ref], ref, [dy.double(), dh.double()])
-    fns = functions(op, n, compile_fn)
+    fns = functions(op, n, compile_fn, y_dtype)
     errs = {}
     for impl, fn in fns.items():
         y, h = fn(x, r, w, b)
@@ -109,8 +112,9 @@ def bench_case(op, pair, m, n, compile_fn, copy_gbps, replays):
     del timers
 
     sx, sr = x.element_size(), r.element_size()
-    fwd_bytes = m * n * (sx + 3 * sr)
-    bwd_bytes = m * n * (4 * sr + (sx if sx != sr else 0))
+    sy = (y_dtype or r_dtype).itemsize
+    fwd_bytes = m * n * (sx + 2 * sr + sy)
+    bwd_bytes = m * n * (sy + 3 * sr + (sx if sx != sr else 0))
     rows = []
     for impl in fns:
         t_fwd = statistics.median(times[impl][0])

@@ -4,10 +4,13 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
+#include <vector>
 
 #include "norm_plan.h"
 
@@ -47,13 +50,38 @@ void packs_switch(int p, F&& f) {
     return __VA_ARGS__();             \
   }()
 
-// Number of blocks that keep every SM busy for a kernel with this block size.
+// Number of blocks that keep every SM busy for a kernel with this block size. The occupancy query
+// costs the host microseconds a call and its answer depends only on the kernel, the block, the
+// shared memory and the device, so answers are kept (a few dozen at most: one per kernel and shape
+// class a process launches).
 template <typename Kernel>
 int64_t resident_blocks(Kernel kernel, int block_threads, size_t smem_bytes) {
+  struct Entry {
+    const void* kernel;
+    int block_threads;
+    size_t smem_bytes;
+    c10::DeviceIndex device;
+    int per_sm;
+  };
+  static std::mutex mutex;
+  static std::vector<Entry> known;
+  const auto* key = reinterpret_cast<const void*>(kernel);
+  const c10::DeviceIndex device = c10::cuda::current_device();
+  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const Entry& e : known) {
+      if (e.kernel == key && e.block_threads == block_threads && e.smem_bytes == smem_bytes && e.device == device) {
+        return static_cast<int64_t>(e.per_sm) * sms;
+      }
+    }
+  }
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block_threads, smem_bytes));
-  const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  return static_cast<int64_t>(std::max(per_sm, 1)) * sms;
+  per_sm = std::max(per_sm, 1);
+  const std::lock_guard<std::mutex> lock(mutex);
+  known.push_back({key, block_threads, smem_bytes, device, per_sm});
+  return static_cast<int64_t>(per_sm) * sms;
 }
 
 // The launch shape of a staged kernel: CTAs of `threads_per_row * groups`

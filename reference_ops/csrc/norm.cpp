@@ -73,14 +73,17 @@ NormShape check_norm_args(const char* op, const at::Tensor& x, c10::IntArrayRef 
   return {x.numel() / cols, cols};
 }
 
-// Validates the saved statistics and the incoming gradient of a backward op.
+// Validates the saved statistics and the incoming gradient of a backward op (dy in x's dtype, or in
+// `dy_dtype` where the forward wrote y in another one).
 NormShape check_norm_bwd_args(const char* op, const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                              const std::optional<at::Tensor>& bias) {
+                              const std::optional<at::Tensor>& bias,
+                              c10::ScalarType dy_dtype = c10::ScalarType::Undefined) {
   const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
-  TORCH_CHECK(dy.sizes() == x.sizes() && dy.scalar_type() == x.scalar_type() && dy.device() == x.device(), op,
-              ": the gradient must match x in shape, dtype and device; got ", dy.sizes(), " ", dy.scalar_type(), " on ",
-              dy.device(), " for x ", x.sizes(), " ", x.scalar_type(), " on ", x.device());
+  TORCH_CHECK(dy.sizes() == x.sizes() && (dy.scalar_type() == x.scalar_type() || dy.scalar_type() == dy_dtype) &&
+                  dy.device() == x.device(),
+              op, ": the gradient must match x in shape, dtype and device; got ", dy.sizes(), " ", dy.scalar_type(),
+              " on ", dy.device(), " for x ", x.sizes(), " ", x.scalar_type(), " on ", x.device());
   TORCH_CHECK(
       rstd.device() == x.device() && rstd.scalar_type() == stat_dtype(x.scalar_type()) && rstd.numel() == shape.rows,
       op, ": rstd must be the statistics returned by the forward op (", shape.rows, " values of dtype ",
@@ -169,6 +172,20 @@ NormShape check_add_norm_args(const char* op, const at::Tensor& x, const at::Ten
   return check_norm_args(op, residual, normalized_shape, weight, bias);
 }
 
+// y's dtype: the residual's (out_dtype absent), or x's beside a float32 residual stream (the dtype of
+// the sublayer that reads y, so that y needs no cast there).
+c10::ScalarType add_norm_out_dtype(const char* op, const at::Tensor& x, const at::Tensor& residual,
+                                   std::optional<c10::ScalarType> out_dtype) {
+  const c10::ScalarType rt = residual.scalar_type();
+  if (!out_dtype.has_value()) {
+    return rt;
+  }
+  TORCH_CHECK(*out_dtype == rt || *out_dtype == x.scalar_type(), op, ": out_dtype ", *out_dtype,
+              " is neither the residual's dtype (", rt, ") nor x's (", x.scalar_type(),
+              "); y comes in the residual stream's dtype, or in x's beside a float32 stream");
+  return *out_dtype;
+}
+
 struct AddNormOutputs {
   at::Tensor y;
   at::Tensor h;
@@ -180,12 +197,14 @@ struct AddNormOutputs {
 // kernel, or, for a call it does not take (and on the CPU), the add and then the norm.
 AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tensor& residual,
                             c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                            const std::optional<at::Tensor>& bias, double eps, bool rms, bool stats) {
+                            const std::optional<at::Tensor>& bias, double eps, std::optional<c10::ScalarType> out_dtype,
+                            bool rms, bool stats) {
   const NormShape shape = check_add_norm_args(op, x, residual, normalized_shape, weight, bias);
+  const c10::ScalarType y_dtype = add_norm_out_dtype(op, x, residual, out_dtype);
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   const at::Tensor rc = residual.contiguous();
-  AddNormOutputs out{at::empty_like(rc), at::empty_like(rc), at::Tensor(), at::Tensor()};
+  AddNormOutputs out{at::empty_like(rc, rc.options().dtype(y_dtype)), at::empty_like(rc), at::Tensor(), at::Tensor()};
   if (stats) {
     const auto stat_opts = rc.options().dtype(stat_dtype(rc.scalar_type()));
     out.rstd = at::empty(stat_shape(rc, normalized_shape), stat_opts);
@@ -199,7 +218,13 @@ AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tenso
     return out;
   }
   at::add_out(out.h, rc, xc);
-  run_norm_fwd(out.h, w, b, out.y, out.mean, out.rstd, shape, eps, rms);
+  if (y_dtype == rc.scalar_type()) {
+    run_norm_fwd(out.h, w, b, out.y, out.mean, out.rstd, shape, eps, rms);
+  } else {
+    at::Tensor y = at::empty_like(out.h);
+    run_norm_fwd(out.h, w, b, y, out.mean, out.rstd, shape, eps, rms);
+    out.y.copy_(y);
+  }
   return out;
 }
 }  // namespace
@@ -270,32 +295,38 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
-  AddNormOutputs out = add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, false, true);
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+    std::optional<c10::ScalarType> out_dtype) {
+  AddNormOutputs out =
+      add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, out_dtype, false, true);
   return {out.y, out.h, out.mean, out.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
                                                                 c10::IntArrayRef normalized_shape,
-                                                                const std::optional<at::Tensor>& weight, double eps) {
+                                                                const std::optional<at::Tensor>& weight, double eps,
+                                                                std::optional<c10::ScalarType> out_dtype) {
   AddNormOutputs out =
-      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, true, true);
+      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, out_dtype, true, true);
   return {out.y, out.h, out.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> add_layer_norm_inference(const at::Tensor& x, const at::Tensor& residual,
                                                             c10::IntArrayRef normalized_shape,
                                                             const std::optional<at::Tensor>& weight,
-                                                            const std::optional<at::Tensor>& bias, double eps) {
-  AddNormOutputs out = add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, false, false);
+                                                            const std::optional<at::Tensor>& bias, double eps,
+                                                            std::optional<c10::ScalarType> out_dtype) {
+  AddNormOutputs out =
+      add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, out_dtype, false, false);
   return {out.y, out.h};
 }
 
 std::tuple<at::Tensor, at::Tensor> add_rms_norm_inference(const at::Tensor& x, const at::Tensor& residual,
                                                           c10::IntArrayRef normalized_shape,
-                                                          const std::optional<at::Tensor>& weight, double eps) {
+                                                          const std::optional<at::Tensor>& weight, double eps,
+                                                          std::optional<c10::ScalarType> out_dtype) {
   AddNormOutputs out =
-      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, true, false);
+      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, out_dtype, true, false);
   return {out.y, out.h};
 }
 
@@ -303,11 +334,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
     const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
     const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype) {
-  const NormShape shape = check_norm_bwd_args("add_norm_bwd", dy, h, rstd, normalized_shape, weight, bias);
   const c10::ScalarType ht = h.scalar_type();
   TORCH_CHECK(x_dtype == ht || (ht == at::kFloat && (x_dtype == at::kHalf || x_dtype == at::kBFloat16)),
               "add_norm_bwd: x_dtype ", x_dtype, " does not go with h of dtype ", ht,
               "; pass the dtype of the x given to add_layer_norm / add_rms_norm");
+  // dy has y's dtype: h's, or x's (out_dtype).
+  const NormShape shape = check_norm_bwd_args("add_norm_bwd", dy, h, rstd, normalized_shape, weight, bias, x_dtype);
   TORCH_CHECK(!dh.has_value() || (dh->sizes() == h.sizes() && dh->scalar_type() == ht && dh->device() == h.device()),
               "add_norm_bwd: dh (the gradient of h) must match h in shape, dtype and device; got ", dh->sizes(), " ",
               dh->scalar_type(), " on ", dh->device(), " for h ", h.sizes(), " ", ht, " on ", h.device());
@@ -328,7 +360,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
   at::Tensor dbias = grad_like(bias);
   const bool rms = !meanc.defined();
   if (!(h.is_cuda() && cuda::add_norm_bwd(dyc, dhc, hc, meanc, rstdc, w, dsum, dx, dweight, dbias, shape, rms))) {
-    run_norm_bwd(dyc, hc, meanc, rstdc, w, dsum, dweight, dbias, shape);
+    run_norm_bwd(dyc.to(ht), hc, meanc, rstdc, w, dsum, dweight, dbias, shape);
     if (dhc.defined()) {
       dsum.add_(dhc);
     }

@@ -39,20 +39,25 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
 // Fused residual ops: h = x + residual, y = norm(h), in the residual's dtype (x has it too, or is
 // float16 / bfloat16 beside a float32 residual). The backward returns the gradient of h (which
 // both x and residual receive), x's in x_dtype when that differs from h's (empty otherwise), and
-// dweight / dbias (empty when absent); mean is absent for RMSNorm.
+// dweight / dbias (empty when absent); mean is absent for RMSNorm. y has the residual's dtype, or
+// out_dtype when given: x's beside a float32 residual (dy then has it too).
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+    std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
                                                                 c10::IntArrayRef normalized_shape,
-                                                                const std::optional<at::Tensor>& weight, double eps);
+                                                                const std::optional<at::Tensor>& weight, double eps,
+                                                                std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor> add_layer_norm_inference(const at::Tensor& x, const at::Tensor& residual,
                                                             c10::IntArrayRef normalized_shape,
                                                             const std::optional<at::Tensor>& weight,
-                                                            const std::optional<at::Tensor>& bias, double eps);
+                                                            const std::optional<at::Tensor>& bias, double eps,
+                                                            std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor> add_rms_norm_inference(const at::Tensor& x, const at::Tensor& residual,
                                                           c10::IntArrayRef normalized_shape,
-                                                          const std::optional<at::Tensor>& weight, double eps);
+                                                          const std::optional<at::Tensor>& weight, double eps,
+                                                          std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
     const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
     const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
@@ -90,16 +95,20 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
 std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& residual,
                                                   c10::IntArrayRef normalized_shape,
                                                   const std::optional<at::Tensor>& weight,
-                                                  const std::optional<at::Tensor>& bias, double eps);
+                                                  const std::optional<at::Tensor>& bias, double eps,
+                                                  std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                 c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, double eps);
+                                                const std::optional<at::Tensor>& weight, double eps,
+                                                std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+    std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
                                                                 c10::IntArrayRef normalized_shape,
-                                                                const std::optional<at::Tensor>& weight, double eps);
+                                                                const std::optional<at::Tensor>& weight, double eps,
+                                                                std::optional<c10::ScalarType> out_dtype);
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
     const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
     const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,

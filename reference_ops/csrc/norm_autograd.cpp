@@ -290,8 +290,10 @@ struct RmsNormFwdFunction : public torch::autograd::Function<RmsNormFwdFunction>
 struct AddLayerNormFwdFunction : public torch::autograd::Function<AddLayerNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
                                c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                               const std::optional<at::Tensor>& bias, double eps) {
-    auto [y, h, mean, rstd] = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps);
+                               const std::optional<at::Tensor>& bias, double eps,
+                               std::optional<c10::ScalarType> out_dtype) {
+    auto [y, h, mean, rstd] =
+        call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
     ctx->save_for_backward({h, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->saved_data["x_dtype"] = x.scalar_type();
@@ -300,20 +302,21 @@ struct AddLayerNormFwdFunction : public torch::autograd::Function<AddLayerNormFw
     return {y, h, mean, rstd};
   }
 
-  // x, residual, normalized_shape, weight, bias, eps.
+  // x, residual, normalized_shape, weight, bias, eps, out_dtype.
   static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
     const variable_list saved = ctx->get_saved_variables();
     const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved[0], saved[1], saved[2],
                                           ctx->saved_data["normalized_shape"].toIntVector(), defined_or_none(saved[3]),
                                           defined_or_none(saved[4]), ctx->saved_data["x_dtype"].toScalarType());
-    return {g.dx, g.dresidual, at::Tensor(), g.dweight, g.dbias, at::Tensor()};
+    return {g.dx, g.dresidual, at::Tensor(), g.dweight, g.dbias, at::Tensor(), at::Tensor()};
   }
 };
 
 struct AddRmsNormFwdFunction : public torch::autograd::Function<AddRmsNormFwdFunction> {
   static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
-                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, double eps) {
-    auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps);
+                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, double eps,
+                               std::optional<c10::ScalarType> out_dtype) {
+    auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
     ctx->save_for_backward({h, rstd, weight.value_or(at::Tensor())});
     ctx->saved_data["normalized_shape"] = normalized_shape.vec();
     ctx->saved_data["x_dtype"] = x.scalar_type();
@@ -322,13 +325,13 @@ struct AddRmsNormFwdFunction : public torch::autograd::Function<AddRmsNormFwdFun
     return {y, h, rstd};
   }
 
-  // x, residual, normalized_shape, weight, eps.
+  // x, residual, normalized_shape, weight, eps, out_dtype.
   static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
     const variable_list saved = ctx->get_saved_variables();
     const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved[0], std::nullopt, saved[1],
                                           ctx->saved_data["normalized_shape"].toIntVector(), defined_or_none(saved[2]),
                                           std::nullopt, ctx->saved_data["x_dtype"].toScalarType());
-    return {g.dx, g.dresidual, at::Tensor(), g.dweight, at::Tensor()};
+    return {g.dx, g.dresidual, at::Tensor(), g.dweight, at::Tensor(), at::Tensor()};
   }
 };
 
@@ -526,11 +529,12 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
 std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& residual,
                                                   c10::IntArrayRef normalized_shape,
                                                   const std::optional<at::Tensor>& weight,
-                                                  const std::optional<at::Tensor>& bias, double eps) {
+                                                  const std::optional<at::Tensor>& bias, double eps,
+                                                  std::optional<c10::ScalarType> out_dtype) {
   if (!records(x, residual, weight, bias)) {
-    return call_below<AddLayerNormOp>(x, residual, normalized_shape, weight, bias, eps);
+    return call_below<AddLayerNormOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
   }
-  auto [y, h, mean, rstd] = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps);
+  auto [y, h, mean, rstd] = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
   auto node = make_node<false, true>(torch::autograd::collect_next_edges(x, residual, weight, bias), mean, rstd,
                                      normalized_shape, weight, bias);
   node->x_dtype_ = x.scalar_type();
@@ -542,11 +546,12 @@ std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at:
 
 std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
                                                 c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, double eps) {
+                                                const std::optional<at::Tensor>& weight, double eps,
+                                                std::optional<c10::ScalarType> out_dtype) {
   if (!records(x, residual, weight)) {
-    return call_below<AddRmsNormOp>(x, residual, normalized_shape, weight, eps);
+    return call_below<AddRmsNormOp>(x, residual, normalized_shape, weight, eps, out_dtype);
   }
-  auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps);
+  auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
   auto node = make_node<true, true>(torch::autograd::collect_next_edges(x, residual, weight), at::Tensor(), rstd,
                                     normalized_shape, weight, std::nullopt);
   node->x_dtype_ = x.scalar_type();
@@ -558,22 +563,24 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::T
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
+    std::optional<c10::ScalarType> out_dtype) {
   if (records(x, residual, weight, bias)) {
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>>(
-        AddLayerNormFwdFunction::apply(x, residual, normalized_shape, weight, bias, eps));
+        AddLayerNormFwdFunction::apply(x, residual, normalized_shape, weight, bias, eps, out_dtype));
   }
-  return call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps);
+  return call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
                                                                 c10::IntArrayRef normalized_shape,
-                                                                const std::optional<at::Tensor>& weight, double eps) {
+                                                                const std::optional<at::Tensor>& weight, double eps,
+                                                                std::optional<c10::ScalarType> out_dtype) {
   if (records(x, residual, weight)) {
     return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
-        AddRmsNormFwdFunction::apply(x, residual, normalized_shape, weight, eps));
+        AddRmsNormFwdFunction::apply(x, residual, normalized_shape, weight, eps, out_dtype));
   }
-  return call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps);
+  return call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(

@@ -32,19 +32,20 @@ TORCH_LIBRARY(reference_ops, m) {
   m.def("layer_norm_inference(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> Tensor");
   m.def("rms_norm_inference(Tensor x, int[] normalized_shape, Tensor? weight, float eps) -> Tensor");
   m.def("rms_norm_bwd(Tensor dy, Tensor x, Tensor rstd, int[] normalized_shape, Tensor? weight) -> (Tensor, Tensor)");
-  // Fused residual add: (y, h) with h = x + residual and y = norm(h), both in the residual's dtype.
+  // Fused residual add: (y, h) with h = x + residual and y = norm(h), both in the residual's dtype; y in
+  // out_dtype when given (x's dtype beside a float32 residual: the dtype the next sublayer computes in).
   m.def(
-      "add_layer_norm(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> "
-      "(Tensor, Tensor)");
+      "add_layer_norm(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps, *, "
+      "ScalarType? out_dtype=None) -> (Tensor, Tensor)");
   m.def(
-      "add_rms_norm(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, "
-      "Tensor)");
+      "add_rms_norm(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, float eps, *, ScalarType? "
+      "out_dtype=None) -> (Tensor, Tensor)");
   m.def(
       "add_layer_norm_fwd(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, Tensor? bias, float "
-      "eps) -> (Tensor, Tensor, Tensor, Tensor)");
+      "eps, *, ScalarType? out_dtype=None) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def(
-      "add_rms_norm_fwd(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, "
-      "Tensor, Tensor)");
+      "add_rms_norm_fwd(Tensor x, Tensor residual, int[] normalized_shape, Tensor? weight, float eps, *, "
+      "ScalarType? out_dtype=None) -> (Tensor, Tensor, Tensor)");
   m.def(
       "add_norm_bwd(Tensor dy, Tensor? dh, Tensor h, Tensor? mean, Tensor rstd, int[] normalized_shape, Tensor? "
       "weight, Tensor? bias, ScalarType x_dtype) -> (Tensor, Tensor, Tensor, Tensor)");

@@ -78,28 +78,32 @@ def _rms_norm_bwd_fake(dy, x, rstd, normalized_shape, weight):
     return dx, _grad_like(weight, x)
 
 
-# The fused residual ops: h and y have the residual's dtype.
+# The fused residual ops: h has the residual's dtype, y out_dtype (default: the residual's).
+def _add_norm_outputs(residual: Tensor, out_dtype: torch.dtype | None) -> tuple[Tensor, Tensor]:
+    return torch.empty_like(residual, dtype=out_dtype or residual.dtype), torch.empty_like(residual)
+
+
 @torch.library.register_fake("reference_ops::add_layer_norm")
-def _add_layer_norm_fake(x, residual, normalized_shape, weight, bias, eps):
-    return torch.empty_like(residual), torch.empty_like(residual)
+def _add_layer_norm_fake(x, residual, normalized_shape, weight, bias, eps, *, out_dtype=None):
+    return _add_norm_outputs(residual, out_dtype)
 
 
 @torch.library.register_fake("reference_ops::add_rms_norm")
-def _add_rms_norm_fake(x, residual, normalized_shape, weight, eps):
-    return torch.empty_like(residual), torch.empty_like(residual)
+def _add_rms_norm_fake(x, residual, normalized_shape, weight, eps, *, out_dtype=None):
+    return _add_norm_outputs(residual, out_dtype)
 
 
 @torch.library.register_fake("reference_ops::add_layer_norm_fwd")
-def _add_layer_norm_fwd_fake(x, residual, normalized_shape, weight, bias, eps):
+def _add_layer_norm_fwd_fake(x, residual, normalized_shape, weight, bias, eps, *, out_dtype=None):
     stats = _stat_shape(residual, normalized_shape)
     mean = residual.new_empty(stats, dtype=_stat_dtype(residual.dtype))
-    return torch.empty_like(residual), torch.empty_like(residual), mean, torch.empty_like(mean)
+    return *_add_norm_outputs(residual, out_dtype), mean, torch.empty_like(mean)
 
 
 @torch.library.register_fake("reference_ops::add_rms_norm_fwd")
-def _add_rms_norm_fwd_fake(x, residual, normalized_shape, weight, eps):
+def _add_rms_norm_fwd_fake(x, residual, normalized_shape, weight, eps, *, out_dtype=None):
     rstd = residual.new_empty(_stat_shape(residual, normalized_shape), dtype=_stat_dtype(residual.dtype))
-    return torch.empty_like(residual), torch.empty_like(residual), rstd
+    return *_add_norm_outputs(residual, out_dtype), rstd
 
 
 @torch.library.register_fake("reference_ops::add_norm_bwd")

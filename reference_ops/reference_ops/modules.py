@@ -112,13 +112,22 @@ class RMSNorm(nn.Module):
         return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
 
 
+def _y_dtype(x: Tensor, residual: Tensor) -> torch.dtype | None:
+    """The fused modules' y dtype: x's (the autocast dtype) beside a float32 stream under autocast."""
+    if x.dtype != residual.dtype and torch.is_autocast_enabled(x.device.type):
+        return x.dtype
+    return None
+
+
 class AddLayerNorm(LayerNorm):
     """The residual add and :class:`LayerNorm` of a pre-norm block, fused: ``forward(x, residual)``
     returns ``(layer_norm(x + residual), x + residual)`` (``reference_ops.add_layer_norm``);
     ``forward(x)`` returns ``(layer_norm(x), x)`` (a model's first block, with no residual yet).
 
     Parameters and state_dict as :class:`torch.nn.LayerNorm`, so a block's norm is swapped without
-    touching its checkpoint.
+    touching its checkpoint. Under autocast, beside a float32 residual stream, ``y`` comes in ``x``'s
+    (the autocast) dtype: it is the next sublayer's input, which autocast would cast to that dtype;
+    ``h`` stays float32.
     """
 
     fused_residual = True
@@ -126,12 +135,15 @@ class AddLayerNorm(LayerNorm):
     def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:  # type: ignore[override]
         if residual is None:  # the first block: nothing to add yet
             return _layer_norm_op(x, self.normalized_shape, self.weight, self.bias, self.eps), x
-        return _add_layer_norm_op(x, residual, self.normalized_shape, self.weight, self.bias, self.eps)
+        return _add_layer_norm_op(
+            x, residual, self.normalized_shape, self.weight, self.bias, self.eps, out_dtype=_y_dtype(x, residual)
+        )
 
 
 class AddRMSNorm(RMSNorm):
     """The residual add and :class:`RMSNorm` of a pre-norm block, fused: ``forward(x, residual)``
-    returns ``(rms_norm(x + residual), x + residual)`` (``reference_ops.add_rms_norm``)."""
+    returns ``(rms_norm(x + residual), x + residual)`` (``reference_ops.add_rms_norm``); ``y``'s
+    dtype as in :class:`AddLayerNorm`."""
 
     fused_residual = True
 
@@ -141,4 +153,4 @@ class AddRMSNorm(RMSNorm):
         eps = self.eps
         if eps is None:
             eps = _DEFAULT_EPS.get(residual.dtype, 0.0)
-        return _add_rms_norm_op(x, residual, self.normalized_shape, self.weight, eps)
+        return _add_rms_norm_op(x, residual, self.normalized_shape, self.weight, eps, out_dtype=_y_dtype(x, residual))

@@ -75,17 +75,22 @@ def add_layer_norm(
     weight: Tensor | None = None,
     bias: Tensor | None = None,
     eps: float = 1e-5,
+    *,
+    out_dtype: torch.dtype | None = None,
 ) -> tuple[Tensor, Tensor]:
     """``h = x + residual`` and ``y = layer_norm(h)`` in one pass; returns ``(y, h)``.
 
     The pre-norm transformer block's step: ``h`` is the new residual stream, ``y`` the next
     sublayer's input. ``residual`` has ``x``'s shape and dtype, or float32 when ``x`` is
-    float16 / bfloat16 (a float32 residual stream, as under autocast); ``h`` and ``y`` have the
-    residual's dtype. ``weight`` / ``bias`` as for :func:`layer_norm`, against the residual's dtype.
+    float16 / bfloat16 (a float32 residual stream, as under autocast); ``h`` has the residual's
+    dtype, and so has ``y`` unless ``out_dtype`` is given: ``x``'s dtype beside a float32 stream,
+    the dtype the next sublayer computes in (under autocast its matmul would cast a float32 ``y``
+    to it: one more kernel, and y written and read at twice the bytes). ``weight`` / ``bias`` as
+    for :func:`layer_norm`, against the residual's dtype.
     """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
-    return _add_layer_norm_op(x, residual, normalized_shape, weight, bias, eps)
+    return _add_layer_norm_op(x, residual, normalized_shape, weight, bias, eps, out_dtype=out_dtype)
 
 
 def add_rms_norm(
@@ -94,6 +99,8 @@ def add_rms_norm(
     normalized_shape: _ShapeLike,
     weight: Tensor | None = None,
     eps: float | None = None,
+    *,
+    out_dtype: torch.dtype | None = None,
 ) -> tuple[Tensor, Tensor]:
     """``h = x + residual`` and ``y = rms_norm(h)`` in one pass; returns ``(y, h)``.
 
@@ -103,4 +110,4 @@ def add_rms_norm(
         normalized_shape = (normalized_shape,)
     if eps is None:
         eps = _DEFAULT_EPS.get(residual.dtype, 0.0)
-    return _add_rms_norm_op(x, residual, normalized_shape, weight, eps)
+    return _add_rms_norm_op(x, residual, normalized_shape, weight, eps, out_dtype=out_dtype)
