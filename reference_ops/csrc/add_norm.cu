@@ -50,13 +50,27 @@ constexpr int max_elems() {
   return kMaxAccBytes / static_cast<int>(sizeof(at::opmath_type<R>));
 }
 
+// The backward's packs per thread: one (8 elements) for a 16-bit stream, at up to two CTAs of
+// kBwdMaxThreads an SM (64 registers), so that twice as many threads have their loads in flight
+// (H100, bfloat16 65536x1024: LayerNorm 78 -> 86 % of copy, RMSNorm 92 -> 94.5); float32 slices
+// held to 64 registers spill (RMSNorm 16384x4096: 97.5 -> 91.8), so they keep kAddNormTargetPacks
+// at up to 128 registers.
+template <typename R>
+constexpr int bwd_target_packs() {
+  return sizeof(R) == 2 ? 1 : kAddNormTargetPacks;
+}
+template <typename R, int kPacks>
+constexpr int bwd_min_blocks() {
+  return sizeof(R) == 2 && kPacks == 1 ? 2 : 1;
+}
+
 // A pack of R's element count in any dtype: x's (8 bytes for 16-bit x beside a float32 stream),
 // weight's, the stream's own.
 template <typename U, typename R>
 using PackOf = Pack<U, pack_elems<R>()>;
 
-template <typename U, int N>
-__device__ __forceinline__ Pack<U, N> load_ro(const Pack<U, N>* p) {
+template <typename P>
+__device__ __forceinline__ P load_ro(const P* p) {
   return *p;  // const __restrict__ pointers: ptxas emits read-only (LDG.CONSTANT) loads
 }
 
@@ -65,6 +79,14 @@ __device__ __forceinline__ void zero(Pack<U, N>& p) {
 #pragma unroll
   for (int e = 0; e < N; ++e) {
     p.v[e] = U(0);
+  }
+}
+
+template <typename U, int N>
+__device__ __forceinline__ void zero(RawPack<U, N>& p) {
+#pragma unroll
+  for (auto& w : p.w) {
+    w = 0u;  // +0.0 in every dtype
   }
 }
 
@@ -231,14 +253,16 @@ __global__ void __launch_bounds__(kFwdMaxThreads, 1)
 //   xhat = (h - mean) * rstd,  g = dy * weight,
 //   dh_total = rstd * (g - xhat * mean(g * xhat) - mean(g)) + dh     (RMSNorm: no mean(g) term).
 // A persistent grid: each row group takes rows group, group + groups, ..., and sums dy * xhat and
-// dy per column in registers; its sums go to one row of `partial` ([groups, cols]), which
-// column_sum_kernel (reduce.cuh) adds up into dweight / dbias. dy has y's dtype Y (R, or x's).
-// A thread keeps its slices of dy, h and dh as loaded (16-bit dy: half the registers of floats),
-// all three loaded before the row's reduction so that they are in flight together, and computes
-// xhat and g twice, for the row's sums and for the output (floats of xhat and g held across the
-// reduction would take 16-32 more registers). H100, bf16+fp32 16384x4096: 82 -> 97.5 % of copy.
+// dy per column in registers; a CTA's groups add theirs into one row of `partial` ([grid, cols]),
+// which column_sum_kernel (reduce.cuh) adds up into dweight / dbias. dy has y's dtype Y (R, or x's).
+// A thread keeps its slices of dy, h and dh as loaded, as raw words (RawPack: a 16-bit pair in one
+// register; the two passes unpack them in different forms, so ptxas does not keep the floats of the
+// first across the reduction), all three loaded before the row's reduction so that they are in
+// flight together, and computes xhat and g twice, for the row's sums and for the output (floats of
+// xhat and g held across the reduction would take 16-32 more registers). H100, bf16+fp32 16384x4096: 82 -> 97.5 % of
+// copy.
 template <typename T, typename R, typename W, typename Y, Norm kNorm, int kPacks>
-__global__ void __launch_bounds__(kBwdMaxThreads, 1)
+__global__ void __launch_bounds__(kBwdMaxThreads, (bwd_min_blocks<R, kPacks>()))
     add_norm_bwd_kernel(const Y* __restrict__ dy, const R* __restrict__ dh, const R* __restrict__ h,
                         const at::opmath_type<R>* __restrict__ mean, const at::opmath_type<R>* __restrict__ rstd,
                         const W* __restrict__ weight, R* __restrict__ dsum, T* __restrict__ dx,
@@ -253,17 +277,24 @@ __global__ void __launch_bounds__(kBwdMaxThreads, 1)
   constexpr bool kKeepPacks = kRms || kPacks * kVec * static_cast<int>(sizeof(acc_t)) < kMaxAccBytes;
   static_assert(kPacks * kVec <= max_elems<R>(), "a row slice in registers");
   __shared__ Scratch<R> scratch;
+  // The CTA's column sums (dweight's, and dbias' for LayerNorm), one row per row group, added into
+  // one partial row each at the end. Several groups share a CTA only in CTAs of kAddNormCtaThreads
+  // threads; a thread takes more than bwd_target_packs packs only in rows of kBwdMaxThreads
+  // threads, one group a CTA.
+  constexpr bool kOneGroup = kPacks > bwd_target_packs<R>();
+  constexpr int kSums = kRms ? 1 : 2;
+  __shared__ alignas(alignof(PackOf<acc_t, R>))
+      acc_t staging[kOneGroup ? 1 : kSums * kAddNormCtaThreads * kPacks * kVec];
 
   const int group = threads_per_row;
   const int groups_per_cta = blockDim.x / group;
-  const int64_t group_id = static_cast<int64_t>(blockIdx.x) * groups_per_cta + threadIdx.x / group;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * groups_per_cta;
   const Slots s{static_cast<int>(threadIdx.x) & (group - 1), group, cols / kVec};
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
   const auto* wr = reinterpret_cast<const PackOf<W, R>*>(weight);
-  const auto* dyr = reinterpret_cast<const PackOf<Y, R>*>(dy);
-  const auto* hr = reinterpret_cast<const PackOf<R, R>*>(h);
-  const auto* dhr = reinterpret_cast<const PackOf<R, R>*>(dh);
+  const auto* dyr = reinterpret_cast<const RawPack<Y, kVec>*>(dy);
+  const auto* hr = reinterpret_cast<const RawPack<R, kVec>*>(h);
+  const auto* dhr = reinterpret_cast<const RawPack<R, kVec>*>(dh);
   // g = dy * weight of slot p, element e (weight reloaded from L1 where needed).
   auto weigh = [&](const PackOf<W, R>& wp, int p, int e, acc_t d) {
     return weight != nullptr && s.in_row(p) ? d * static_cast<acc_t>(wp.v[e]) : d;
@@ -294,9 +325,9 @@ __global__ void __launch_bounds__(kBwdMaxThreads, 1)
     const int64_t row = base + threadIdx.x / group;
     const bool ok = row < rows;
     const int64_t first = (ok ? row : 0) * s.packs;
-    PackOf<Y, R> dyp[kPacks];
-    PackOf<R, R> hp[kPacks];
-    PackOf<R, R> dhp[kPacks];
+    RawPack<Y, kVec> dyp[kPacks];
+    RawPack<R, kVec> hp[kPacks];
+    RawPack<R, kVec> dhp[kPacks];
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       if (ok && s.in_row(p)) {
@@ -321,8 +352,8 @@ __global__ void __launch_bounds__(kBwdMaxThreads, 1)
       const PackOf<W, R> wp = load_weight(p);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const acc_t d = static_cast<acc_t>(dyp[p].v[e]);
-        const acc_t xhat = (static_cast<acc_t>(hp[p].v[e]) - mu) * rs;
+        const acc_t d = dyp[p].get(e);
+        const acc_t xhat = (hp[p].get(e) - mu) * rs;
         const acc_t g = weigh(wp, p, e, d);
         if constexpr (!kKeepPacks) {
           xhats[p][e] = xhat;
@@ -361,15 +392,15 @@ __global__ void __launch_bounds__(kBwdMaxThreads, 1)
         acc_t xhat;
         acc_t g;
         if constexpr (kKeepPacks) {
-          xhat = (static_cast<acc_t>(hp[p].v[e]) - mu) * rs;
-          g = weigh(wp, p, e, static_cast<acc_t>(dyp[p].v[e]));
+          xhat = (hp[p].template get<1>(e) - mu) * rs;
+          g = weigh(wp, p, e, dyp[p].template get<1>(e));
         } else {
           xhat = xhats[p][e];
           g = gs[p][e];
         }
         acc_t t = rs * (g - xhat * c1 - c2);
         if (dh != nullptr) {
-          t += static_cast<acc_t>(dhp[p].v[e]);
+          t += dhp[p].template get<1>(e);
         }
         out.v[e] = static_cast<R>(t);
         out_x.v[e] = static_cast<T>(t);
@@ -380,31 +411,19 @@ __global__ void __launch_bounds__(kBwdMaxThreads, 1)
       }
     }
   }
-  // This group's column sums.
-#pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
-    if (!s.in_row(p)) {
-      continue;
-    }
-    const int64_t at = group_id * cols + static_cast<int64_t>(s.pack(p)) * kVec;
-    if (partial_w != nullptr) {
-      PackOf<acc_t, R> v;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        v.v[e] = dw[p][e];
-      }
-      *reinterpret_cast<PackOf<acc_t, R>*>(partial_w + at) = v;
-    }
-    if constexpr (!kRms) {
-      if (partial_b != nullptr) {
-        PackOf<acc_t, R> v;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          v.v[e] = db[p][e];
-        }
-        *reinterpret_cast<PackOf<acc_t, R>*>(partial_b + at) = v;
-      }
-    }
+  // The CTA's column sums: one partial row of each.
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * cols;
+  const int in_cta = static_cast<int>(threadIdx.x) / group;
+  const int groups = kOneGroup ? 1 : groups_per_cta;
+  acc_t* const w_row = partial_w != nullptr ? partial_w + at : nullptr;
+  if constexpr (kRms) {
+    acc_t* const outs[1] = {w_row};
+    write_cta_column_sums<1, kPacks, kVec>(outs, staging, s.lane, in_cta, groups, group, s.packs,
+                                           [&](int, int p, int e) { return dw[p][e]; });
+  } else {
+    acc_t* const outs[2] = {w_row, partial_b != nullptr ? partial_b + at : nullptr};
+    write_cta_column_sums<2, kPacks, kVec>(outs, staging, s.lane, in_cta, groups, group, s.packs,
+                                           [&](int i, int p, int e) { return i == 0 ? dw[p][e] : db[p][e]; });
   }
 }
 
@@ -418,11 +437,11 @@ struct AddNormShape {
   int packs = 0;
 };
 
-AddNormShape add_norm_shape(int64_t cols, int vec, int max_elems, int max_threads) {
+AddNormShape add_norm_shape(int64_t cols, int vec, int max_elems, int max_threads, int target_packs) {
   if (cols % vec != 0) {
     return {};
   }
-  const RowConfig rc = choose_row_config(cols / vec, kAddNormTargetPacks, max_threads);
+  const RowConfig rc = choose_row_config(cols / vec, target_packs, max_threads);
   if (rc.packs_per_thread * vec > max_elems ||
       static_cast<int64_t>(rc.packs_per_thread) * rc.threads_per_row * vec < cols) {
     return {};
@@ -444,7 +463,7 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
                 bool rms) {
   using acc_t = at::opmath_type<R>;
   constexpr int kVec = pack_elems<R>();
-  const AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kFwdMaxThreads);
+  const AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kFwdMaxThreads, kAddNormTargetPacks);
   if (rs.packs == 0 || !pack_aligned<T, R>(x) || !pack_aligned<R, R>(residual) || !pack_aligned<W, R>(weight) ||
       !pack_aligned<W, R>(bias) || !pack_aligned<R, R>(h) || !pack_aligned<Y, R>(y)) {
     return false;
@@ -479,32 +498,13 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
   return true;
 }
 
-// Adds the `parts` partial rows of dweight (part0) and dbias (part1, after part0 in one buffer)
-// with column_sum_kernel, one launch for both.
-template <typename W, typename acc_t>
-void launch_column_sums(const acc_t* part, int64_t parts, int64_t cols, at::Tensor& dweight, at::Tensor& dbias) {
-  W* out0 = reinterpret_cast<W*>(dweight.defined() ? dweight.data_ptr() : dbias.data_ptr());
-  W* out1 = dweight.defined() && dbias.defined() ? reinterpret_cast<W*>(dbias.data_ptr()) : nullptr;
-  const dim3 block(kSumCols, kSumSlices);
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  constexpr int kV = kPackBytes / sizeof(acc_t);
-  if (cols % kV == 0) {
-    const dim3 grid(static_cast<unsigned>(ceil_div(cols, kSumCols * kV)), out1 != nullptr ? 2 : 1);
-    column_sum_kernel<acc_t, W, kV><<<grid, block, 0, stream>>>(part, out0, part + parts * cols, out1, parts, cols);
-  } else {
-    const dim3 grid(static_cast<unsigned>(ceil_div(cols, kSumCols)), out1 != nullptr ? 2 : 1);
-    column_sum_kernel<acc_t, W, 1><<<grid, block, 0, stream>>>(part, out0, part + parts * cols, out1, parts, cols);
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
 template <typename T, typename R, typename W, typename Y>
 bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h, const at::Tensor& mean,
                 const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dsum, at::Tensor& dx, at::Tensor& dweight,
                 at::Tensor& dbias, NormShape shape, bool rms) {
   using acc_t = at::opmath_type<R>;
   constexpr int kVec = pack_elems<R>();
-  const AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kBwdMaxThreads);
+  const AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kBwdMaxThreads, bwd_target_packs<R>());
   if (rs.packs == 0 || !pack_aligned<Y, R>(dy) || !pack_aligned<R, R>(dh) || !pack_aligned<R, R>(h) ||
       !pack_aligned<W, R>(weight) || !pack_aligned<R, R>(dsum) || !pack_aligned<T, R>(dx)) {
     return false;
@@ -526,14 +526,13 @@ bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
     // partial table), fewer for calls of fewer rows.
     const int64_t grid =
         std::max<int64_t>(1, std::min(ceil_div(shape.rows, groups_per_cta), resident_blocks(kernel, cta, 0)));
-    const int64_t groups = grid * groups_per_cta;
+    const bool both = dweight.defined() && dbias.defined();
     at::Tensor partial;
     if (sums) {
-      partial = at::empty({dweight.defined() && dbias.defined() ? 2 : 1, groups, shape.cols},
-                          h.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+      partial = at::empty({both ? 2 : 1, grid, shape.cols}, h.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     }
     acc_t* pw = dweight.defined() ? partial.data_ptr<acc_t>() : nullptr;
-    acc_t* pb = dbias.defined() ? partial.data_ptr<acc_t>() + (pw ? groups * shape.cols : 0) : nullptr;
+    acc_t* pb = dbias.defined() ? partial.data_ptr<acc_t>() + (pw ? grid * shape.cols : 0) : nullptr;
     kernel<<<grid, cta, 0, at::cuda::getCurrentCUDAStream()>>>(
         reinterpret_cast<const Y*>(dy.data_ptr()), dh.defined() ? reinterpret_cast<const R*>(dh.data_ptr()) : nullptr,
         reinterpret_cast<const R*>(h.data_ptr()), mean.defined() ? mean.data_ptr<acc_t>() : nullptr,
@@ -542,7 +541,11 @@ bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
         shape.rows, static_cast<int>(shape.cols), rs.threads);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (sums) {
-      launch_column_sums<W>(partial.data_ptr<acc_t>(), groups, shape.cols, dweight, dbias);
+      const int sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+      W* out0 = reinterpret_cast<W*>(dweight.defined() ? dweight.data_ptr() : dbias.data_ptr());
+      W* out1 = both ? reinterpret_cast<W*>(dbias.data_ptr()) : nullptr;
+      launch_column_sums(partial.const_data_ptr<acc_t>(), out0, both ? pb : nullptr, out1, grid, shape.cols,
+                         column_sum_vec(shape.cols, sizeof(acc_t), both, sm_count), at::cuda::getCurrentCUDAStream());
     }
   };
   packs_switch(rs.packs, [&](auto packs_c) {

@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   using acc_t = at::opmath_type<T>;
   constexpr int kElems = kPacks * kVec;
   __shared__ acc_t scratch[64];
-  __shared__ acc_t group_partials[kMaxBwdAccBytes / sizeof(acc_t) * kBwdThreads];
+  __shared__ alignas(alignof(Pack<acc_t, kVec>)) acc_t group_partials[kMaxBwdAccBytes / sizeof(acc_t) * kBwdThreads];
   const int lane = threadIdx.x & (threads_per_row - 1);
   const int group = threadIdx.x >> log2_pow2(threads_per_row);
   const int groups = blockDim.x >> log2_pow2(threads_per_row);
@@ -163,50 +163,15 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
   }
 
-  // Add the row groups of this block in a fixed order; one partial row per
-  // block.
-  acc_t* const parts[2] = {dw_part, db_part};
-  const acc_t* const accs[2] = {dw_acc, db_acc};
-#pragma unroll
-  for (int which = 0; which < 2; ++which) {
-    acc_t* out = parts[which];
-    if (out == nullptr) {
-      continue;
-    }
-    out += static_cast<int64_t>(blockIdx.x) * cols;
-    if (groups == 1) {
-#pragma unroll
-      for (int p = 0; p < kPacks; ++p) {
-        const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
-        if (idx < num_packs) {
-#pragma unroll
-          for (int k = 0; k < kVec; ++k) {
-            out[idx * kVec + k] = accs[which][p * kVec + k];
-          }
-        }
-      }
-      continue;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
-      if (idx < num_packs) {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          group_partials[group * cols + idx * kVec + k] = accs[which][p * kVec + k];
-        }
-      }
-    }
-    __syncthreads();
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      acc_t s = acc_t(0);
-      for (int g = 0; g < groups; ++g) {
-        s += group_partials[g * cols + c];
-      }
-      out[c] = s;
-    }
-  }
+  // One partial row per block: its row groups' sums added in a fixed order (dweight's, then
+  // dbias', through the one staging buffer).
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * cols;
+  acc_t* const dw_row[1] = {dw_part != nullptr ? dw_part + row : nullptr};
+  acc_t* const db_row[1] = {db_part != nullptr ? db_part + row : nullptr};
+  write_cta_column_sums<1, kPacks, kVec>(dw_row, group_partials, lane, group, groups, threads_per_row, num_packs,
+                                         [&](int, int p, int e) { return dw_acc[p * kVec + e]; });
+  write_cta_column_sums<1, kPacks, kVec>(db_row, group_partials, lane, group, groups, threads_per_row, num_packs,
+                                         [&](int, int p, int e) { return db_acc[p * kVec + e]; });
 }
 
 template <typename T, typename W, int kVec>
@@ -1006,24 +971,13 @@ at::Tensor partial_rows(const BwdArgs<T, W>& a, const W* out, int64_t parts) {
 
 // Adds the plan's sum_parts partial rows into dweight / dbias, in one launch for both.
 template <typename T, typename W>
-void launch_column_sums(const BwdPlan& plan, const BwdArgs<T, W>& a, const at::Tensor& dw_part,
-                        const at::Tensor& db_part) {
+void launch_plan_column_sums(const BwdPlan& plan, const BwdArgs<T, W>& a, const at::Tensor& dw_part,
+                             const at::Tensor& db_part) {
   using acc_t = at::opmath_type<T>;
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-  const acc_t* part0 = a.dweight != nullptr ? dw_part.const_data_ptr<acc_t>() : db_part.const_data_ptr<acc_t>();
-  W* out0 = a.dweight != nullptr ? a.dweight : a.dbias;
   const bool both = a.dweight != nullptr && a.dbias != nullptr;
-  const acc_t* part1 = both ? db_part.const_data_ptr<acc_t>() : nullptr;
-  W* out1 = both ? a.dbias : nullptr;
-  const dim3 block(kSumCols, kSumSlices);
-  const dim3 grid(static_cast<unsigned>(plan.sum_tiles), both ? 2 : 1);
-  constexpr int kV = kPackBytes / sizeof(acc_t);
-  if (plan.sum_vec == kV) {
-    column_sum_kernel<acc_t, W, kV><<<grid, block, 0, stream>>>(part0, out0, part1, out1, plan.sum_parts, a.cols);
-  } else {
-    column_sum_kernel<acc_t, W, 1><<<grid, block, 0, stream>>>(part0, out0, part1, out1, plan.sum_parts, a.cols);
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_column_sums(a.dweight != nullptr ? dw_part.const_data_ptr<acc_t>() : db_part.const_data_ptr<acc_t>(),
+                     a.dweight != nullptr ? a.dweight : a.dbias, both ? db_part.const_data_ptr<acc_t>() : nullptr,
+                     both ? a.dbias : nullptr, plan.sum_parts, a.cols, plan.sum_vec, at::cuda::getCurrentCUDAStream());
 }
 
 template <typename T, typename W>
@@ -1060,7 +1014,7 @@ void launch_norm_bwd_staged(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   });
   check_kernel(found, k);
   if (plan.sum_parts > 0) {
-    launch_column_sums(plan, a, dw_part, db_part);
+    launch_plan_column_sums(plan, a, dw_part, db_part);
   }
 }
 
@@ -1078,7 +1032,7 @@ void launch_norm_bwd_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   });
   check_kernel(found, k);
   if (plan.sum_parts > 0) {
-    launch_column_sums(plan, a, dw_part, db_part);
+    launch_plan_column_sums(plan, a, dw_part, db_part);
   }
 }
 
@@ -1107,7 +1061,7 @@ void launch_norm_bwd_wide(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   });
   check_kernel(found_columns, columns);
   if (plan.sum_parts > 0) {
-    launch_column_sums(plan, a, dw_part, db_part);
+    launch_plan_column_sums(plan, a, dw_part, db_part);
   }
 }
 

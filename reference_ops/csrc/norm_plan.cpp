@@ -408,17 +408,18 @@ BwdPlan plan_rows(const BwdCall& a, const DeviceLimits& device, const BwdOccupan
   return plan;
 }
 
-// column_sum_kernel's shape: 16-byte loads when every partial row starts 16-byte aligned and the
-// wider tiles still give every SM a block (with fewer blocks than SMs, the idle SMs cost more than
-// the wider loads save).
 void plan_column_sums(const BwdCall& a, const DeviceLimits& device, BwdPlan& plan) {
-  const int sum_vec = kPackBytes / bwd_acc_bytes(a.x_bytes);
-  const int64_t vector_blocks = ceil_div(a.cols, kSumCols * sum_vec) * (a.dweight && a.dbias ? 2 : 1);
-  plan.sum_vec = a.cols % sum_vec == 0 && vector_blocks >= device.sm_count ? sum_vec : 1;
+  plan.sum_vec = column_sum_vec(a.cols, bwd_acc_bytes(a.x_bytes), a.dweight && a.dbias, device.sm_count);
   plan.sum_tiles = ceil_div(a.cols, kSumCols * plan.sum_vec);
 }
 
 }  // namespace
+
+int column_sum_vec(int64_t cols, int acc_bytes, bool both, int sm_count) {
+  const int vec = kPackBytes / acc_bytes;
+  const int64_t vector_blocks = ceil_div(cols, kSumCols * vec) * (both ? 2 : 1);
+  return cols % vec == 0 && vector_blocks >= sm_count ? vec : 1;
+}
 
 BwdPlan plan_bwd(const BwdCall& a, const DeviceLimits& device, const BwdOccupancy& occupancy) {
   const int vec = kPackBytes / a.x_bytes;

@@ -429,6 +429,12 @@ struct BwdPlan {
   bool valid = true;  // false: a planner invariant broke (the launcher refuses the plan)
 };
 
+// column_sum_kernel's columns per thread over partial rows of `cols` sums of acc_bytes each (two
+// outputs when `both`): 16-byte loads when every partial row starts 16-byte aligned and the wider
+// tiles still give every SM a block (with fewer blocks than SMs, the idle SMs cost more than the
+// wider loads save), else 1.
+int column_sum_vec(int64_t cols, int acc_bytes, bool both, int sm_count);
+
 // The one place that picks a backward kernel: with 16-byte-aligned pointers the few-row kernel
 // when its grid is one wave and x is small, else the staged kernel (row spans when N is not a
 // multiple of the pack) on the smallest cluster that holds a row; otherwise, or for rows too wide

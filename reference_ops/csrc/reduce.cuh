@@ -3,6 +3,11 @@
 // distributed shared memory. Every order is fixed, so results are bitwise reproducible.
 #pragma once
 
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
 #include "pack.cuh"
 
 namespace reference_ops {
@@ -270,6 +275,63 @@ __device__ __forceinline__ void row_reduce(U (&v)[kN], int threads_per_row, int 
   group_combine(v, kWarpSize, combine);
 }
 
+// A CTA's column sums as one partial row each of kN sums (dweight's, dbias'): each of the CTA's
+// `groups` row groups holds its sums of its threads' columns (acc(i, p, e): sum i, element e of slot
+// p, the pack lane + p * group_threads of a row of num_packs packs); they are added in a fixed order
+// (group 0, 1, ...) through `staging` (shared memory of kN * groups * num_packs packs, 16-byte
+// aligned) and written to outs[i] (skipped where null) as packs. One group writes its sums
+// directly. Every sum is staged before any is added, so the registers of all of them are free
+// before the adds. Every thread of the CTA calls it; the staging may be used again after.
+template <int kN, int kPacks, int kVec, typename acc_t, typename Acc>
+__device__ __forceinline__ void write_cta_column_sums(acc_t* const (&outs)[kN], acc_t* staging, int lane, int group,
+                                                      int groups, int group_threads, int64_t num_packs, Acc&& acc) {
+  const int64_t cols = num_packs * kVec;
+  if (groups > 1) {
+    __syncthreads();  // the staging's readers of an earlier call are done
+  }
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    if (outs[i] == nullptr) {
+      continue;
+    }
+    acc_t* const mine = groups == 1 ? outs[i] : staging + (static_cast<int64_t>(i) * groups + group) * cols;
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t idx = lane + static_cast<int64_t>(p) * group_threads;
+      if (idx < num_packs) {
+        Pack<acc_t, kVec> v;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          v.v[e] = acc(i, p, e);
+        }
+        store_pack<acc_t, kVec>(mine, idx, v);
+      }
+    }
+  }
+  if (groups == 1) {
+    return;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    if (outs[i] == nullptr) {
+      continue;
+    }
+    const acc_t* const sums = staging + static_cast<int64_t>(i) * groups * cols;
+    for (int64_t k = threadIdx.x; k < num_packs; k += blockDim.x) {
+      Pack<acc_t, kVec> s = load_pack<acc_t, kVec>(sums, k);
+      for (int g = 1; g < groups; ++g) {
+        const Pack<acc_t, kVec> q = load_pack<acc_t, kVec>(sums + static_cast<int64_t>(g) * cols, k);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          s.v[e] += q.v[e];
+        }
+      }
+      store_pack<acc_t, kVec>(outs[i], k, s);
+    }
+  }
+}
+
 // out[c] = sum over p of part[p][c], in a fixed order (slices, then the tile).
 // blockIdx.y picks the (part, out) pair: 0 -> dweight, 1 -> dbias, one launch
 // for both. Each thread reads kV adjacent columns with one load (16 bytes when
@@ -316,6 +378,23 @@ __global__ void column_sum_kernel(const acc_t* __restrict__ part0, W* __restrict
     }
     out[c0 + t] = static_cast<W>(s);
   }
+}
+
+// Adds `parts` partial rows of part0 into out0 and, when out1 is set, of part1 into out1 (one
+// launch for both) with column_sum_kernel; sum_vec (column_sum_vec, norm_plan.h) is 1 or the
+// 16-byte pack of acc_t.
+template <typename acc_t, typename W>
+void launch_column_sums(const acc_t* part0, W* out0, const acc_t* part1, W* out1, int64_t parts, int64_t cols,
+                        int sum_vec, cudaStream_t stream) {
+  constexpr int kV = kPackBytes / sizeof(acc_t);
+  const dim3 block(kSumCols, kSumSlices);
+  const dim3 grid(static_cast<unsigned>(ceil_div(cols, kSumCols * sum_vec)), out1 != nullptr ? 2 : 1);
+  if (sum_vec == kV) {
+    column_sum_kernel<acc_t, W, kV><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, cols);
+  } else {
+    column_sum_kernel<acc_t, W, 1><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, cols);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace cuda
