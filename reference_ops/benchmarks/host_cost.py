@@ -9,7 +9,11 @@ and launch path is what is measured):
 * no-grad forward (ours runs its inference op);
 * forward with grad (x and the parameters require grad: autograd records the node; the result
   is dropped);
-* forward + backward (torch.autograd.grad of x and the parameters).
+* forward + backward (torch.autograd.grad of x and the parameters);
+* compiled: the function under torch.compile (fullgraph, static shapes), no-grad forward: the cost
+  of a norm inside a compiled graph, ours an opaque op that inductor's wrapper calls through the
+  dispatcher, torch's a kernel inductor generated and launches itself (decode steps of a compiled
+  model are made of such calls).
 
 Method: each case is called N times in a loop, the device synchronised once at the end, the wall
 time divided by N; repeated R times in rounds that go through every case (ours and torch side by
@@ -39,8 +43,10 @@ import reference_ops  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 OPS = ("layer_norm", "rms_norm")
-APIS = ("function", "module")
+APIS = ("function", "module", "compiled")
 PASSES = ("no-grad fwd", "fwd w/ grad", "fwd+bwd")
+# The compiled rows: a model's compiled inference (its training graphs run the *_fwd / *_bwd ops).
+API_PASSES = {"function": PASSES, "module": PASSES, "compiled": ("no-grad fwd",)}
 EPS = 1e-5
 
 
@@ -59,7 +65,7 @@ def make_callables(op: str, api: str, impl: str, m: int, n: int, dtype, device):
         module = cls(n, device=device, dtype=dtype)
         params = list(module.parameters())
         call = module
-    else:
+    else:  # the function, called directly or compiled
         w = torch.ones(n, device=device, dtype=dtype, requires_grad=True)
         b = torch.zeros(n, device=device, dtype=dtype, requires_grad=True)
         if op == "layer_norm":
@@ -75,6 +81,15 @@ def make_callables(op: str, api: str, impl: str, m: int, n: int, dtype, device):
 
             def call(t, fn=fn):
                 return fn(t, (n,), w, EPS)
+
+    if api == "compiled":
+        compiled = torch.compile(call, dynamic=False, fullgraph=True)
+
+        def compiled_forward():
+            with torch.no_grad():
+                compiled(x)
+
+        return {"no-grad fwd": compiled_forward}
 
     x_grad = x.detach().requires_grad_()
     inputs = [x_grad] + params
@@ -118,7 +133,7 @@ def measure(device: str, m: int, n: int, dtype, calls: int, repeats: int) -> lis
     rows = []
     for op in OPS:
         for api in APIS:
-            for name in PASSES:
+            for name in API_PASSES[api]:
                 torch_us = statistics.median(samples[op, api, name, "torch"])
                 ours_us = statistics.median(samples[op, api, name, "ours"])
                 rows.append(dict(op=op, api=api, pass_=name, torch_us=torch_us, ours_us=ours_us))

@@ -1,5 +1,5 @@
-"""benchmarks/host_cost.py runs and prints a row for every op, API and pass (on CUDA where a GPU is
-present, on the CPU otherwise)."""
+"""benchmarks/host_cost.py runs and prints a row for every op, API and pass (the compiled API: its
+no-grad forward) (on CUDA where a GPU is present, on the CPU otherwise)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 
 PROJECT = Path(__file__).resolve().parents[1]
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-ROW = re.compile(r"^(layer_norm|rms_norm) +(function|module) +(no-grad fwd|fwd w/ grad|fwd\+bwd) +"
+ROW = re.compile(r"^(layer_norm|rms_norm) +(function|module|compiled) +(no-grad fwd|fwd w/ grad|fwd\+bwd) +"
                  r"([0-9.]+) +([0-9.]+) +([0-9.]+)  (met|missed)$", re.M)  # fmt: skip
 
 
@@ -30,6 +30,7 @@ def test_host_cost_prints_every_row(tmp_path):
     printed = {(m[1], m[2], m[3]): m for m in ROW.finditer(proc.stdout)}
     expected = {(op, api, p) for op in ("layer_norm", "rms_norm") for api in ("function", "module")
                 for p in ("no-grad fwd", "fwd w/ grad", "fwd+bwd")}  # fmt: skip
+    expected |= {(op, "compiled", "no-grad fwd") for op in ("layer_norm", "rms_norm")}
     assert set(printed) == expected, proc.stdout
     rows = json.loads(report.read_text())["rows"]
     assert len(rows) == len(expected)
