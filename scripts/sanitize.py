@@ -113,10 +113,9 @@ def family(kernel: str, args: list[str]) -> str:
         "norm_bwd_kernel": "backward unstaged (unaligned)",
         "norm_bwd_row_stats_kernel": "backward wide rows (row statistics)",
         "norm_bwd_columns_kernel": "backward wide rows (column strips)",
-        "column_sum_kernel": "backward partial-row sums",
+        "column_sum_kernel": "partial-row sums (norm and fused residual backward)",
         "add_norm_fwd_kernel": "fused residual forward",
         "add_norm_bwd_kernel": "fused residual backward",
-        "column_sums_kernel": "fused residual backward column sums",
     }
     return names.get(kernel, kernel)
 

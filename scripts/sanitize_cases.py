@@ -274,6 +274,7 @@ def reference_ops_cases() -> list[Case]:
             Case(f"add_{op}: {family}", add_norm_case(op, *args, **kw))
         )  # noqa: E731
         fused("fused residual", 300, 4096, bf16)
+        fused("fused residual, two packs a thread", 67, 6144, fp16)
         fused("fused residual, float32 stream", 257, 1024, bf16, fp32)
         fused(
             "fused residual, float32 stream, bfloat16 y",

@@ -31,9 +31,10 @@ DTYPE_PAIRS = [
     (torch.float16, torch.float32),
 ]
 PAIR_IDS = [f"{str(a)[6:]}+{str(b)[6:]}" for a, b in DTYPE_PAIRS]
-# Widths the fused kernels take (multiples of the pack, up to their registers), and ones they hand
-# back: not a multiple of any pack, and wider than 1024 threads x 16 floats.
-FUSED_N = [8, 512, 1024, 4096]
+# Widths the fused kernels take (multiples of the pack, up to their registers; 8192: the backward's
+# two packs a thread of a 16-bit stream, four of float32), and ones they hand back: not a multiple
+# of any pack, and wider than 1024 threads x 16 floats.
+FUSED_N = [8, 512, 1024, 4096, 8192]
 FALLBACK_N = [1001, 32768]
 
 
@@ -91,7 +92,7 @@ OUT_IDS = PAIR_IDS + [f"{i}-y_{str(p[0])[6:]}" for i, p in zip(PAIR_IDS, DTYPE_P
 def test_matches_float64_reference(op, N, case, device):
     x_dtype, r_dtype, out_dtype = case
     y_dtype = out_dtype or r_dtype
-    M = 37 if N <= 4096 else 3
+    M = 37 if N <= 8192 else 3
     params = "float32" if r_dtype in (torch.float16, torch.bfloat16) and N == 512 else "affine"
     x, r, w, b = make(op, M, N, x_dtype, r_dtype, device, params=params, seed=N)
     for t in (x, r, w, b):
