@@ -9,9 +9,11 @@ Bytes counted are those the fused op must move:
             when x is narrower than the residual stream): M*N*(sy + 3*sr [+ sx])
 (sx, sr, sy: element sizes of x, of the residual stream and of y). Backward time = time(forward with
 statistics + backward) - time(no_grad forward). Every result is checked against float64 first.
+The few-row shapes (decode steps: a residual of less than LATENCY_BYTES) measure latency: 20 calls
+a graph, microseconds per call, no % of copy.
 
 Usage: python benchmarks/bench_add_norm.py [--ops rms_norm,layer_norm] [--pairs bf16,bf16+fp32,fp32]
-       [--shapes MxN,...] [--no-compile] [--replays N]
+       [--shapes MxN,...] [--no-compile] [--no-latency] [--replays N]
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ import bench  # noqa: E402
 import reference_ops  # noqa: E402
 
 SHAPES = [(65536, 1024), (16384, 4096), (8192, 8192), (32768, 512)]
+# Decode-sized calls (batch 1-64 at d = 512 and 4096): their time is latency, not bandwidth.
+LATENCY_SHAPES = [(1, 512), (8, 512), (64, 512), (1, 4096), (8, 4096), (64, 4096)]
+LATENCY_BYTES = 8 << 20
 # x's dtype + the residual stream's ("bf16+fp32": LLaMA-style float32 stream under autocast), and
 # y's when it is not the stream's ("/bf16": out_dtype, as the fused modules give y under autocast).
 PAIRS = {
@@ -42,6 +47,7 @@ PAIRS = {
 }
 REL_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3, torch.float32: 1e-5}
 EPS = 1e-5
+PCT_KEYS = ("fwd_pct_copy", "bwd_pct_copy")
 
 
 def functions(op: str, n: int, compile_fn: bool, y_dtype=None) -> dict:
@@ -84,6 +90,8 @@ def bench_case(op, pair, m, n, compile_fn, copy_gbps, replays):
     y_ref, h_ref = functions(op, n, False)["eager"](ref[0], ref[1], ref[2], ref[3] if b is not None else None)
     g_ref = torch.autograd.grad([y_ref, h_ref], ref, [dy.double(), dh.double()])
     fns = functions(op, n, compile_fn, y_dtype)
+    latency = m * n * r.element_size() < LATENCY_BYTES
+    calls = 20 if latency else 1
     errs = {}
     for impl, fn in fns.items():
         y, h = fn(x, r, w, b)
@@ -102,7 +110,7 @@ def bench_case(op, pair, m, n, compile_fn, copy_gbps, replays):
             y, h = fn(x, r, w, b)
             torch.autograd.grad([y, h], leaves, [dy, dh])
 
-        timers[impl] = (bench.GraphTimer(fwd, 1), bench.GraphTimer(fwd_bwd, 1))
+        timers[impl] = (bench.GraphTimer(fwd, calls), bench.GraphTimer(fwd_bwd, calls))
     times = {impl: ([], []) for impl in fns}
     per_round = max(1, -(-replays // bench.ROUNDS))
     for _ in range(bench.ROUNDS):
@@ -131,6 +139,7 @@ def bench_case(op, pair, m, n, compile_fn, copy_gbps, replays):
                 fwd_pct_copy=100 * fwd_bytes / (t_fwd * 1e-3) / 1e9 / copy_gbps,
                 bwd_pct_copy=100 * bwd_bytes / (t_bwd * 1e-3) / 1e9 / copy_gbps,
                 max_rel_err=errs[impl],
+                latency_case=latency,
                 ok=errs[impl] <= REL_TOL[x_dtype],
             )
         )
@@ -144,12 +153,16 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", default=",".join(PAIRS))
     parser.add_argument("--shapes", help=f"e.g. 16384x4096,8192x8192 (default: {SHAPES})")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--no-latency", action="store_true", help="skip the few-row shapes")
     parser.add_argument("--replays", type=int, default=30)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench_add_norm: needs a CUDA GPU", file=sys.stderr)
         return 2
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    if args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    else:
+        shapes = SHAPES + ([] if args.no_latency else LATENCY_SHAPES)
     copy_gbps = bench.copy_bandwidth_gbps()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, copy {copy_gbps:.0f} GB/s")
     print(
@@ -162,9 +175,10 @@ def main(argv=None) -> int:
             for m, n in shapes:
                 for row in bench_case(op, pair, m, n, not args.no_compile, copy_gbps, args.replays):
                     failed += not row["ok"]
+                    pct = [f"{row[k]:>9.1f}" if not row["latency_case"] else f"{'-':>9}" for k in PCT_KEYS]
                     print(
-                        f"{row['op']:<16} {pair:<10} {f'{m}x{n}':<12} {row['impl']:<8} {row['fwd_us']:>9.1f}"
-                        f" {row['fwd_pct_copy']:>9.1f} {row['bwd_us']:>9.1f} {row['bwd_pct_copy']:>9.1f}"
+                        f"{row['op']:<16} {pair:<10} {f'{m}x{n}':<12} {row['impl']:<8} {row['fwd_us']:>9.2f}"
+                        f" {pct[0]} {row['bwd_us']:>9.2f} {pct[1]}"
                         f"  {'ok' if row['ok'] else 'WRONG {:.2e}'.format(row['max_rel_err'])}",
                         flush=True,
                     )

@@ -66,12 +66,14 @@ def norm64(op, h, N, w, b, eps=1e-5):
     return F.rms_norm(h, (N,), w, eps)
 
 
-def fused_kernels_ran(fn):
-    """Names of the fused residual kernels a CUDA call launched."""
+def fused_kernels_ran(fn, full_names=False):
+    """Names of the fused residual kernels a CUDA call launched (with their template arguments:
+    `full_names`)."""
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return {e.name.split("<")[0].split("::")[-1] for e in prof.events() if "add_norm_" in e.name}
+    names = {e.name[e.name.index("add_norm_") :] for e in prof.events() if "add_norm_" in e.name}
+    return {n.split(">(")[0] + ">" if full_names else n.split("<")[0] for n in names}
 
 
 # -----------------------------------------------------------------------------
@@ -90,9 +92,47 @@ OUT_IDS = PAIR_IDS + [f"{i}-y_{str(p[0])[6:]}" for i, p in zip(PAIR_IDS, DTYPE_P
 @pytest.mark.parametrize("N", FUSED_N + FALLBACK_N)
 @pytest.mark.parametrize("op", OPS)
 def test_matches_float64_reference(op, N, case, device):
+    M = 37 if N <= 8192 else 3
+    check_float64(op, M, N, case, device)
+
+
+# The forward takes calls of one wave or less (decode-sized) with one pack a thread (two in rows of
+# 513-1024 packs) and its parameters loaded early, spread one row a CTA, and larger calls in row
+# groups of more packs a thread. (N, M): each width on both sides (up to 512 rows a CTA on an SM:
+# 200000 rows of 8), with 768 for rows whose last lanes hold no pack.
+SPREAD_SHAPES = [(8, 1), (8, 37), (8, 200000), (768, 1), (768, 300), (768, 1500), (4096, 1), (4096, 300)]
+SPREAD_SHAPES += [(8192, 1), (8192, 300)]
+SPREAD_PAIRS = [(torch.bfloat16, torch.bfloat16), (torch.float32, torch.float32), (torch.bfloat16, torch.float32)]
+
+
+@requires_cuda
+@pytest.mark.parametrize("pair", SPREAD_PAIRS, ids=[f"{str(a)[6:]}+{str(b)[6:]}" for a, b in SPREAD_PAIRS])
+@pytest.mark.parametrize("op", OPS)
+def test_few_and_many_rows(op, pair):
+    pack = 16 // pair[1].itemsize
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ran = set()
+    for N, M in SPREAD_SHAPES:
+        names = fused_kernels_ran(lambda N=N, M=M: check_float64(op, M, N, (*pair, None), "cuda"), full_names=True)
+        fwd = [n for n in names if n.startswith("add_norm_fwd_kernel")]
+        assert len(fwd) == 1, (N, M, names)
+        early = fwd[0].endswith("true>")
+        # One pack a thread (two for rows of 513-1024 packs) on up to 512 threads, the CTAs of one
+        # wave each holding a power of two of rows, up to 512 threads.
+        threads = min(pow2(N // pack), 512)
+        assert early == (N // pack <= 1024 and pow2(-(-M // sms)) * threads <= 512), (N, M, fwd[0])
+        ran.add(early)
+    assert ran == {True, False}
+
+
+def pow2(n):
+    return 1 << (n - 1).bit_length()
+
+
+def check_float64(op, M, N, case, device):
+    """Forward and backward of one call against float64 (h against torch's sum, bit for bit)."""
     x_dtype, r_dtype, out_dtype = case
     y_dtype = out_dtype or r_dtype
-    M = 37 if N <= 8192 else 3
     params = "float32" if r_dtype in (torch.float16, torch.bfloat16) and N == 512 else "affine"
     x, r, w, b = make(op, M, N, x_dtype, r_dtype, device, params=params, seed=N)
     for t in (x, r, w, b):
