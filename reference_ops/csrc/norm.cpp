@@ -3,10 +3,10 @@
 // norm_bwd.cu). registration.cpp registers them as the ops.
 #include "norm.h"
 
+#include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/cuda/EmptyTensor.h>
 #include <ATen/ops/add.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
 #include <c10/core/DeviceGuard.h>
 
 #include <vector>
@@ -96,17 +96,30 @@ NormShape check_norm_bwd_args(const char* op, const at::Tensor& dy, const at::Te
 // Allocation and the implementation of x's device
 // -----------------------------------------------------------------------------
 
+// A new contiguous tensor, straight from the device's allocator. The entry points run below the
+// dispatcher (they are the ops' CPU and CUDA kernels); at::empty would go through it again, a few
+// microseconds of host time an output, where inductor's generated code allocates its own buffers
+// this way too.
+at::Tensor new_tensor(c10::IntArrayRef sizes, const at::TensorOptions& options) {
+  if (options.device().is_cuda()) {
+    return at::detail::empty_cuda(sizes, options);
+  }
+  return at::detail::empty_cpu(sizes, options);
+}
+
+at::Tensor new_tensor_like(const at::Tensor& t) { return new_tensor(t.sizes(), t.options()); }
+
 at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
   return t.has_value() ? t->contiguous() : at::Tensor();
 }
 
 at::Tensor grad_like(const std::optional<at::Tensor>& param) {
-  return param.has_value() ? at::empty_like(*param, at::MemoryFormat::Contiguous) : at::Tensor();
+  return param.has_value() ? new_tensor_like(*param) : at::Tensor();
 }
 
 // The schema returns an empty tensor in place of the gradient of an absent parameter.
 at::Tensor defined_or_empty(const at::Tensor& t, const at::Tensor& like) {
-  return t.defined() ? t : at::empty({0}, like.options());
+  return t.defined() ? t : new_tensor({0}, like.options());
 }
 
 // The implementation of x's device (every tensor was checked to be on it).
@@ -141,12 +154,12 @@ FwdOutputs norm_fwd(const char* op, const at::Tensor& x, c10::IntArrayRef normal
   const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
-  FwdOutputs out{at::empty_like(xc), at::Tensor(), at::Tensor()};
+  FwdOutputs out{new_tensor_like(xc), at::Tensor(), at::Tensor()};
   if (stats) {
     const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
-    out.rstd = at::empty(stat_shape(x, normalized_shape), stat_opts);
+    out.rstd = new_tensor(stat_shape(x, normalized_shape), stat_opts);
     if (!rms) {
-      out.mean = at::empty(stat_shape(x, normalized_shape), stat_opts);
+      out.mean = new_tensor(stat_shape(x, normalized_shape), stat_opts);
     }
   }
   run_norm_fwd(xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), out.y, out.mean, out.rstd, shape,
@@ -204,12 +217,13 @@ AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tenso
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   const at::Tensor rc = residual.contiguous();
-  AddNormOutputs out{at::empty_like(rc, rc.options().dtype(y_dtype)), at::empty_like(rc), at::Tensor(), at::Tensor()};
+  AddNormOutputs out{new_tensor(rc.sizes(), rc.options().dtype(y_dtype)), new_tensor_like(rc), at::Tensor(),
+                     at::Tensor()};
   if (stats) {
     const auto stat_opts = rc.options().dtype(stat_dtype(rc.scalar_type()));
-    out.rstd = at::empty(stat_shape(rc, normalized_shape), stat_opts);
+    out.rstd = new_tensor(stat_shape(rc, normalized_shape), stat_opts);
     if (!rms) {
-      out.mean = at::empty(stat_shape(rc, normalized_shape), stat_opts);
+      out.mean = new_tensor(stat_shape(rc, normalized_shape), stat_opts);
     }
   }
   const at::Tensor w = contiguous_or_undefined(weight);
@@ -221,7 +235,7 @@ AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tenso
   if (y_dtype == rc.scalar_type()) {
     run_norm_fwd(out.h, w, b, out.y, out.mean, out.rstd, shape, eps, rms);
   } else {
-    at::Tensor y = at::empty_like(out.h);
+    at::Tensor y = new_tensor_like(out.h);
     run_norm_fwd(out.h, w, b, y, out.mean, out.rstd, shape, eps, rms);
     out.y.copy_(y);
   }
@@ -271,7 +285,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& 
       mean.sizes(), " ", mean.scalar_type(), " and rstd ", rstd.sizes(), " ", rstd.scalar_type());
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
-  at::Tensor dx = at::empty_like(xc);
+  at::Tensor dx = new_tensor_like(xc);
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias = grad_like(bias);
   run_norm_bwd(dy.contiguous(), xc, mean.contiguous(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
@@ -285,7 +299,7 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::
   const NormShape shape = check_norm_bwd_args("rms_norm_bwd", dy, x, rstd, normalized_shape, weight, std::nullopt);
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
-  at::Tensor dx = at::empty_like(xc);
+  at::Tensor dx = new_tensor_like(xc);
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias;
   run_norm_bwd(dy.contiguous(), xc, at::Tensor(), rstd.contiguous(), contiguous_or_undefined(weight), dx, dweight,
@@ -354,8 +368,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
   const at::Tensor meanc = contiguous_or_undefined(mean);
   const at::Tensor rstdc = rstd.contiguous();
   const at::Tensor w = contiguous_or_undefined(weight);
-  at::Tensor dsum = at::empty_like(hc);
-  at::Tensor dx = x_dtype != ht ? at::empty(hc.sizes(), hc.options().dtype(x_dtype)) : at::Tensor();
+  at::Tensor dsum = new_tensor_like(hc);
+  at::Tensor dx = x_dtype != ht ? new_tensor(hc.sizes(), hc.options().dtype(x_dtype)) : at::Tensor();
   at::Tensor dweight = grad_like(weight);
   at::Tensor dbias = grad_like(bias);
   const bool rms = !meanc.defined();
