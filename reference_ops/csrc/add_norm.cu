@@ -36,8 +36,10 @@ constexpr int kMaxAccBytes = 64;
 // CTA sizes: rows narrower than this share a CTA; the backward's cap leaves it 128 registers.
 constexpr int kAddNormCtaThreads = 256;
 constexpr int kFwdMaxThreads = 1024;
-// Calls of one wave or less: rows of up to this many threads, in CTAs of up to as many.
+// Calls of one wave or less: rows of up to this many threads, in CTAs of up to as many, and up to
+// this many packs a thread.
 constexpr int kFwdEarlyMaxThreads = 512;
+constexpr int kFwdEarlyMaxPacks = 2;
 constexpr int kBwdMaxThreads = 512;
 // Packs per thread a row is spread at (fewer for narrow rows, up to the register limits above).
 constexpr int kAddNormTargetPacks = 2;
@@ -138,7 +140,7 @@ __global__ void __launch_bounds__(kEarly ? kFwdEarlyMaxThreads : kFwdMaxThreads,
   constexpr int kVec = pack_elems<R>();
   constexpr bool kRms = kNorm == Norm::kRms;
   static_assert(kPacks * kVec <= max_elems<R>(), "a row slice in registers");
-  static_assert(!kEarly || kPacks <= 2, "early parameters: one or two packs a thread");
+  static_assert(!kEarly || kPacks <= kFwdEarlyMaxPacks, "early parameters: one or two packs a thread");
   __shared__ Scratch<R> scratch;
 
   // A row group is a power of two threads: its row by shifts. A division by the runtime group size
@@ -508,7 +510,8 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
   const AddNormShape one = add_norm_shape(shape.cols, kVec, max_elems<R>(), kFwdEarlyMaxThreads, 1);
   const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const int64_t rows_per_cta = next_pow2(ceil_div(shape.rows, sms));
-  const bool early = one.packs > 0 && one.packs <= 2 && rows_per_cta * one.threads <= kFwdEarlyMaxThreads;
+  const bool early =
+      one.packs > 0 && one.packs <= kFwdEarlyMaxPacks && rows_per_cta * one.threads <= kFwdEarlyMaxThreads;
   if (early) {
     threads = one.threads;
     packs = one.packs;
@@ -523,7 +526,7 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
       BOOL_SWITCH(rms, kRms, [&] {
         BOOL_SWITCH(early, kEarly, [&] {
           constexpr Norm kN = kRms ? Norm::kRms : Norm::kLayerNorm;
-          constexpr bool kE = kEarly && kP <= 2;  // `early` holds only then
+          constexpr bool kE = kEarly && kP <= kFwdEarlyMaxPacks;  // `early` holds only then
           add_norm_fwd_kernel<T, R, W, Y, kN, kP, kE><<<grid, cta, 0, at::cuda::getCurrentCUDAStream()>>>(
               reinterpret_cast<const T*>(x.data_ptr()), reinterpret_cast<const R*>(residual.data_ptr()),
               weight.defined() ? reinterpret_cast<const W*>(weight.data_ptr()) : nullptr,
