@@ -17,7 +17,9 @@ and launch path is what is measured):
 
 Method: each case is called N times in a loop, the device synchronised once at the end, the wall
 time divided by N; repeated R times in rounds that go through every case (ours and torch side by
-side in one process), median of the rounds. On CUDA (bfloat16 by default) this is the time the host
+side in one process), median of the rounds. Every other round goes through the cases in reverse
+order, ours before torch's, so a host that speeds up or slows down over a run (clocks, other
+processes) favours neither side. On CUDA (bfloat16 by default) this is the time the host
 needs to issue a call, the kernels being shorter; on the CPU (float32) it is the whole call, the
 Python/autograd path included.
 Target: ours <= torch in every row (reported as met / missed; the exit status is 0 either way).
@@ -127,9 +129,10 @@ def measure(device: str, m: int, n: int, dtype, calls: int, repeats: int) -> lis
     for fn in cases.values():  # warm-up: first-call costs, allocator, lazy initialisation
         per_call_us(fn, max(10, calls // 10), device)
     samples = {key: [] for key in cases}
-    for _ in range(repeats):
-        for key, fn in cases.items():
-            samples[key].append(per_call_us(fn, calls, device))
+    for repeat in range(repeats):
+        keys = list(cases) if repeat % 2 == 0 else list(reversed(cases))
+        for key in keys:
+            samples[key].append(per_call_us(cases[key], calls, device))
     rows = []
     for op in OPS:
         for api in APIS:
