@@ -10,7 +10,8 @@ step adds to its forward: forward plus backward, less the forward run in grad mo
 compiles each dtype and shape for its static shape, as for a model whose shapes do not change.
 
 The per-call host cost (Python, dispatcher, input checks and launch, measured on a one-row tensor
-where the GPU keeps up) is printed beside eager PyTorch's: it is what a small input costs.
+where the GPU keeps up; the median of 7 rounds) is printed beside eager PyTorch's: it is what a
+small input costs.
 
     python benchmarks/benchmark.py                       # default shapes, every built dtype
     python benchmarks/benchmark.py --dtype bfloat16 --shape 8192x8192 --shape 65536x1024
@@ -37,6 +38,7 @@ DEFAULT_SHAPES = ["65536x1024", "16384x4096", "8192x8192", "4096x16384", "8191x8
 SCALE = 0.75
 COPY_BYTES = 1 << 30
 HOST_CALLS = 200
+HOST_ROUNDS = 7
 # CSV columns: one row per dtype, shape and implementation (host_us is per dtype and implementation).
 COLUMNS = ["dtype", "shape", "impl", "fwd_us", "fwd_gbs", "fwd_pct_copy", "bwd_us", "bwd_gbs", "bwd_pct_copy"]
 COLUMNS += ["host_us", "copy_gbs", "device", "torch"]
@@ -108,19 +110,29 @@ def forward_and_backward(fn, x, grad_out):
     return forward, training_forward, forward_backward
 
 
-def host_us(fn, x: torch.Tensor, calls: int = HOST_CALLS) -> float:
-    """Host time of one forward call in microseconds: the time to queue `calls` calls on an input
-    small enough that the GPU runs each faster than the host launches the next."""
+def host_us(
+    implementations: dict[str, Callable], x: torch.Tensor, rounds: int = HOST_ROUNDS, calls: int = HOST_CALLS
+) -> dict[str, float]:
+    """Host time of one forward call in microseconds, per implementation: the time to queue `calls`
+    calls on an input small enough that the GPU runs each faster than the host launches the next.
+    The median of `rounds` rounds, each timing every implementation in turn (every other round in
+    reverse order), so a spell of a busy host (torch.compile's worker processes, another program)
+    falls on all of them alike and drops out of the median."""
+    order = list(implementations.items())
+    samples: dict[str, list[float]] = {name: [] for name, _ in order}
     with torch.no_grad():
-        for _ in range(10):
-            fn(x, SCALE)
+        for _, fn in order:
+            for _ in range(10):
+                fn(x, SCALE)
+        for r in range(rounds):
+            for name, fn in order if r % 2 == 0 else order[::-1]:
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn(x, SCALE)
+                samples[name].append((time.perf_counter() - start) / calls * 1e6)
         torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(x, SCALE)
-        elapsed = time.perf_counter() - start
-        torch.cuda.synchronize()
-    return elapsed / calls * 1e6
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
@@ -203,7 +215,7 @@ def main() -> None:
     for dtype_name in args.dtype or list(DTYPES):
         dtype = DTYPES[dtype_name]
         small = torch.randn(1, 256, device="cuda", dtype=dtype)
-        host = {name: host_us(fn, small) for name, fn in implementations.items()}
+        host = host_us(implementations, small)
         costs = ", ".join(f"{name} {us:.1f} us" for name, us in host.items())
         print(f"\n{dtype_name}: host cost per forward call: {costs}")
         print(header)
