@@ -73,6 +73,15 @@ def test_help_lists_csv_and_plot(project):
                             capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)})
     assert result.returncode == 0, result.stderr
     assert "--csv" in result.stdout and "--plot" in result.stdout and "host cost" in result.stdout
+    assert "--rounds" in result.stdout
+
+
+@pytest.mark.parametrize("flag", ["--rounds", "--replays"])
+def test_a_count_below_one_is_refused_before_anything_runs(project, flag):
+    result = subprocess.run([sys.executable, "benchmarks/benchmark.py", flag, "0"], cwd=project,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)})
+    assert result.returncode == 2, result.stderr
+    assert "--rounds and --replays must be at least 1" in result.stderr, result.stderr
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="times kernels: needs a CUDA GPU")
@@ -80,7 +89,7 @@ def test_benchmark_runs_and_writes_its_outputs(project, tmp_path):
     pytest.importorskip("matplotlib")
     out_csv, out_png = tmp_path / "bench.csv", tmp_path / "bench.png"
     result = subprocess.run([sys.executable, "benchmarks/benchmark.py", "--dtype", "float32", "--shape", "1024x1024",
-                             "--shape", "333x4097", "--replays", "5", "--csv", str(out_csv), "--plot", str(out_png)],
+                             "--shape", "333x4097", "--replays", "5", "--rounds", "2", "--csv", str(out_csv), "--plot", str(out_png)],
                             cwd=project, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(project)})
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
     assert "host cost per forward call" in result.stdout
