@@ -2,12 +2,16 @@
 
 Each call is captured in a CUDA graph and its replays are timed with CUDA events (median). The
 replays are queued back to back, so the GPU never waits for the host to launch the next one: the
-figures are GPU time, not Python or launch overhead. Both ops are memory-bound, so the figures are reported
-as GB/s over the fewest bytes each direction must move (forward: read x, write y; backward: read
-the output gradient and the saved tensor, write the input gradient) and as a percentage of the
-device-to-device copy bandwidth measured in the same run. The backward's time is what a training
-step adds to its forward: forward plus backward, less the forward run in grad mode. torch.compile
-compiles each dtype and shape for its static shape, as for a model whose shapes do not change.
+figures are GPU time, not Python or launch overhead. The implementations take turns over 3 rounds
+(--rounds), each capturing new graphs (so new output buffers), and each figure is the median of its
+rounds: a kernel at the bandwidth limit can run slower in one capture than in the next (H100: one
+capture of a bfloat16 forward read 84 % of copy bandwidth where the others read 97 %). Both ops
+are memory-bound, so the figures are reported as GB/s over the fewest bytes each direction must
+move (forward: read x, write y; backward: read the output gradient and the saved tensor, write the
+input gradient) and as a percentage of the device-to-device copy bandwidth measured in the same
+run. The backward's time is what a training step adds to its forward: forward plus backward, less
+the forward run in grad mode. torch.compile compiles each dtype and shape for its static shape, as
+for a model whose shapes do not change.
 
 The per-call host cost (Python, dispatcher, input checks and launch, measured on a one-row tensor
 where the GPU keeps up; the median of 7 rounds) is printed beside eager PyTorch's: it is what a
@@ -39,6 +43,7 @@ SCALE = 0.75
 COPY_BYTES = 1 << 30
 HOST_CALLS = 200
 HOST_ROUNDS = 7
+GPU_ROUNDS = 3
 # CSV columns: one row per dtype, shape and implementation (host_us is per dtype and implementation).
 COLUMNS = ["dtype", "shape", "impl", "fwd_us", "fwd_gbs", "fwd_pct_copy", "bwd_us", "bwd_gbs", "bwd_pct_copy"]
 COLUMNS += ["host_us", "copy_gbs", "device", "torch"]
@@ -135,6 +140,25 @@ def host_us(
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
+def gpu_ms(
+    implementations: dict[str, Callable], x: torch.Tensor, grad_out: torch.Tensor, rounds: int, replays: int
+) -> dict[str, tuple[float, float]]:
+    """(forward ms, backward ms) per implementation: the median of `rounds` rounds, each timing
+    every implementation in turn (every other round in reverse order) in graphs captured anew."""
+    order = list(implementations.items())
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in order}
+    for r in range(rounds):
+        for name, fn in order if r % 2 == 0 else order[::-1]:
+            forward, training_forward, forward_backward = forward_and_backward(fn, x, grad_out)
+            fwd_ms = time_ms(forward, replays)
+            train_ms = time_ms(training_forward, replays)  # the backward: what training adds to it
+            samples[name].append((fwd_ms, max(time_ms(forward_backward, replays) - train_ms, 1e-6)))
+    return {
+        name: (statistics.median(f for f, _ in times), statistics.median(b for _, b in times))
+        for name, times in samples.items()
+    }
+
+
 def write_csv(rows: list[dict], path: Path) -> None:
     with Path(path).open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
@@ -188,9 +212,12 @@ def main() -> None:
     parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", help="repeatable; default: all built")
     parser.add_argument("--shape", action="append", help=f"ROWSxCOLS, repeatable; default: {' '.join(DEFAULT_SHAPES)}")
     parser.add_argument("--replays", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=GPU_ROUNDS, help="rounds per figure (median)")
     parser.add_argument("--csv", type=Path, help="write every figure to this CSV file")
     parser.add_argument("--plot", type=Path, help="draw GB/s against shape to this PNG (needs matplotlib)")
     args = parser.parse_args()
+    if args.rounds < 1 or args.replays < 1:
+        parser.error("--rounds and --replays must be at least 1")
     if not torch.cuda.is_available():
         raise SystemExit("benchmark.py needs a CUDA GPU")
 
@@ -226,11 +253,8 @@ def main() -> None:
             grad_out = torch.randn_like(x)
             check(dtype, x)
             nbytes = x.numel() * x.element_size()
-            for name, fn in implementations.items():
-                forward, training_forward, forward_backward = forward_and_backward(fn, x, grad_out)
-                fwd_ms = time_ms(forward, args.replays)
-                train_ms = time_ms(training_forward, args.replays)  # the backward: what training adds to it
-                bwd_ms = max(time_ms(forward_backward, args.replays) - train_ms, 1e-6)
+            timings = gpu_ms(implementations, x, grad_out, args.rounds, args.replays)
+            for name, (fwd_ms, bwd_ms) in timings.items():
                 fwd_gbs = 2 * nbytes / fwd_ms / 1e6
                 bwd_gbs = 3 * nbytes / bwd_ms / 1e6
                 fwd_pct, bwd_pct = 100 * fwd_gbs / copy_gbs, 100 * bwd_gbs / copy_gbs
