@@ -21,6 +21,7 @@ Usage:
   python benchmarks/e2e.py                                   # CUDA: small and large, eager + compile
   python benchmarks/e2e.py --device cpu --quick              # smoke test: tiny models, few steps
   python benchmarks/e2e.py --archs llama --sizes small --no-compile --json out.json
+  python benchmarks/e2e.py --sizes small --compile-mode reduce-overhead   # compiled training in CUDA graphs
 """
 
 from __future__ import annotations
@@ -107,8 +108,21 @@ def pair(arch: str, size: str, device: str, dtype=None) -> dict:
     return built
 
 
-def maybe_compile(model, compile_it: bool):
-    return torch.compile(model, dynamic=False) if compile_it else model
+def maybe_compile(model, compile_mode: str | None):
+    """The model as run: itself (eager, compile_mode None) or under torch.compile in that mode. With
+    CUDA graphs (reduce-overhead) each call starts a new step and returns a copy of its output, which
+    the next replay would overwrite (the loss and logits are kept for the agreement checks)."""
+    if compile_mode is None:
+        return model
+    if compile_mode == "default":
+        return torch.compile(model, dynamic=False)
+    compiled = torch.compile(model, dynamic=False, mode=compile_mode)
+
+    def run(*args, **kwargs):
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(*args, **kwargs).clone()
+
+    return run
 
 
 def time_alternating(fns: dict, calls: int, device: str, keep_all: bool = True) -> dict:
@@ -128,7 +142,7 @@ def time_alternating(fns: dict, calls: int, device: str, keep_all: bool = True) 
     return out
 
 
-def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rtol=None):
+def train(arch, size, device, amp, compile_mode, steps, warmup, lr, seed, loss_rtol=None):
     w = WORKLOADS[size]
     pairs = pair(arch, size, device)
     cfg = pairs["torch"].cfg
@@ -138,7 +152,7 @@ def train(arch, size, device, amp, compile_it, steps, warmup, lr, seed, loss_rto
     autocast = (lambda: torch.autocast(device_type=device, dtype=torch.bfloat16)) if amp else contextlib.nullcontext
     for impl in IMPLS:
         model = pairs[impl].train()
-        run = maybe_compile(model, compile_it)
+        run = maybe_compile(model, compile_mode)
         opt = torch.optim.AdamW(model.parameters(), lr=lr or w["lr"], weight_decay=0.1, betas=(0.9, 0.95))
         # The usual recipe of such models: the learning rate ramps up over the first steps and the
         # gradient norm is clipped at 1. At a constant 1e-3 the GPT models' loss rose (10.55 -> 11.21
@@ -192,12 +206,12 @@ def rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return ((a.float() - b.float()).norm() / b.float().norm().clamp_min(1e-30)).item()
 
 
-def infer(arch, size, device, dtype, compile_it, decode_batches, calls, warmup, seed):
+def infer(arch, size, device, dtype, compile_mode, decode_batches, calls, warmup, seed):
     """Prefill and decode rows: [(phase, ms, check)]."""
     w = WORKLOADS[size]
     pairs = pair(arch, size, device, dtype)
     cfg = pairs["torch"].cfg
-    runs = {impl: maybe_compile(pairs[impl].eval(), compile_it) for impl in IMPLS}
+    runs = {impl: maybe_compile(pairs[impl].eval(), compile_mode) for impl in IMPLS}
     rows = []
     tol = LOGITS_RTOL[dtype]
 
@@ -276,12 +290,21 @@ def main(argv=None) -> int:
         help="also torch.compile (auto: on for CUDA, off for CPU)",
     )
     parser.add_argument("--no-compile", action="store_const", dest="compile", const="off")
+    parser.add_argument(
+        "--compile-mode",
+        choices=["default", "reduce-overhead"],
+        default="default",
+        help="torch.compile's mode for the compiled rows; reduce-overhead (CUDA graphs, mode 'graphed') "
+        "times training only: the KV cache is updated in place, which inductor runs without graphs",
+    )
     parser.add_argument("--lr", type=float, help="learning rate (default: 1e-3, 3e-4 for the large models)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loss-rtol", type=float, help="loss agreement bound (default: 5e-3 bf16, 1e-4 fp32)")
     parser.add_argument("--perturb", type=float, default=0.0, help="add this to ours' norm weights (checks the checks)")
     parser.add_argument("--json", help="write rows, checks and loss curves to this file")
     args = parser.parse_args(argv)
+    if args.compile_mode == "reduce-overhead" and not args.device.startswith("cuda"):
+        parser.error("--compile-mode reduce-overhead runs CUDA graphs: it needs --device cuda")
 
     global PERTURB
     PERTURB = args.perturb
@@ -292,7 +315,9 @@ def main(argv=None) -> int:
     calls = args.calls or (3 if args.quick else 20)
     warmup = 2 if args.quick else 5
     amp = args.amp == "on" or (args.amp == "auto" and cuda)
-    modes = ["eager"] + (["compile"] if args.compile == "on" or (args.compile == "auto" and cuda) else [])
+    compiled = "compile" if args.compile_mode == "default" else "graphed"
+    modes = ["eager"] + ([compiled] if args.compile == "on" or (args.compile == "auto" and cuda) else [])
+    compile_mode = {"eager": None, "compile": "default", "graphed": "reduce-overhead"}
     infer_dtype = torch.bfloat16 if cuda else torch.float32
     decode_batches = [int(b) for b in args.decode_batches.split(",") if b]
     for name in ("recompile_limit", "cache_size_limit"):
@@ -315,7 +340,7 @@ def main(argv=None) -> int:
                     size,
                     device,
                     amp,
-                    mode == "compile",
+                    compile_mode[mode],
                     steps,
                     min(warmup, steps - 1),
                     args.lr,
@@ -333,8 +358,11 @@ def main(argv=None) -> int:
                 )
                 if cuda:
                     torch.cuda.empty_cache()
+                if mode == "graphed":
+                    print(f"{model} inference {mode}: not timed (the KV cache is updated in place: no CUDA graphs)")
+                    continue
                 for phase, ms, check in infer(
-                    arch, size, device, infer_dtype, mode == "compile", decode_batches, calls, warmup, args.seed
+                    arch, size, device, infer_dtype, compile_mode[mode], decode_batches, calls, warmup, args.seed
                 ):
                     rows.append(dict(model=model, phase=phase, mode=mode, **{f"{i}_ms": ms[i] for i in IMPLS}))
                     checks.append(dict(check, model=model, phase=phase, mode=mode))

@@ -75,3 +75,20 @@ def test_a_different_norm_is_caught(tmp_path):
     assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "DISAGREE" in proc.stdout
     assert not any(c["ok"] for c in data["checks"])
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs: needs a CUDA GPU")
+def test_training_under_cuda_graphs_agrees_and_is_timed(tmp_path):
+    proc, data = run_e2e(tmp_path, "--archs", "llama", "--compile-mode", "reduce-overhead", "--decode-batches", "1")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    graphed = [r for r in data["rows"] if r["mode"] == "graphed"]
+    assert [r["phase"] for r in graphed] == ["train"]
+    assert graphed[0]["torch_ms"] > 0 and graphed[0]["ours_ms"] > 0 and graphed[0]["fused_ms"] > 0
+    assert all(c["ok"] for c in data["checks"]), data["checks"]
+    assert "llama-tiny inference graphed: not timed" in proc.stdout
+
+
+def test_cuda_graphs_on_the_cpu_are_refused(tmp_path):
+    proc, _ = run_e2e(tmp_path, "--device", "cpu", "--compile-mode", "reduce-overhead")
+    assert proc.returncode == 2
+    assert "--compile-mode reduce-overhead runs CUDA graphs: it needs --device cuda" in proc.stderr
