@@ -85,12 +85,18 @@ def norm_kind(arch: str) -> str:
 class KVCache:
     """Per layer, keys and values of shape (batch, heads, max_seq, head_dim), written in place."""
 
-    def __init__(self, cfg: Config, batch: int, device, dtype) -> None:
+    def __init__(self, cfg: Config, batch: int, device, dtype, static: bool = False) -> None:
         shape = (batch, cfg.n_heads, cfg.max_seq, cfg.head_dim)
         self.layers: list[tuple[Tensor, Tensor]] = [
             (torch.zeros(shape, device=device, dtype=dtype), torch.zeros(shape, device=device, dtype=dtype))
             for _ in range(cfg.n_layers)
         ]
+        if static:
+            # For torch.compile's CUDA graphs: a cache at a fixed address may be updated in place
+            # inside a graph (an input updated in place otherwise makes inductor run without graphs).
+            for k, v in self.layers:
+                torch._dynamo.mark_static_address(k)
+                torch._dynamo.mark_static_address(v)
 
 
 def rotary(positions: Tensor, head_dim: int) -> tuple[Tensor, Tensor]:

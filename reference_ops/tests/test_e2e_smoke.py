@@ -78,14 +78,15 @@ def test_a_different_norm_is_caught(tmp_path):
 
 
 @pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs: needs a CUDA GPU")
-def test_training_under_cuda_graphs_agrees_and_is_timed(tmp_path):
+def test_steps_in_cuda_graphs_agree_and_are_timed(tmp_path):
     proc, data = run_e2e(tmp_path, "--archs", "llama", "--compile-mode", "reduce-overhead", "--decode-batches", "1")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     graphed = [r for r in data["rows"] if r["mode"] == "graphed"]
-    assert [r["phase"] for r in graphed] == ["train"]
-    assert graphed[0]["torch_ms"] > 0 and graphed[0]["ours_ms"] > 0 and graphed[0]["fused_ms"] > 0
+    assert [r["phase"] for r in graphed] == ["train", "prefill", "decode b1"]
+    assert all(r[f"{impl}_ms"] > 0 for r in graphed for impl in ("torch", "ours", "fused"))
     assert all(c["ok"] for c in data["checks"]), data["checks"]
-    assert "llama-tiny inference graphed: not timed" in proc.stdout
+    # Every step ran in CUDA graphs (the KV cache at a static address may be updated inside them).
+    assert data["cudagraph_skips"] == 0
 
 
 def test_cuda_graphs_on_the_cpu_are_refused(tmp_path):
