@@ -10,7 +10,8 @@ data:
   is larger: see SPREAD_FACTOR), and ms per step are compared;
 * inference (no_grad, bf16 on CUDA): prefill of a batch of prompts into a KV cache, then decode
   steps of one token at batch 1, 8 and 64; logits must agree, ms per call are compared;
-* each in eager mode and under torch.compile.
+* each in eager mode and under torch.compile (where reference_ops' modules give inductor the ops'
+  math by default, and their kernels with --compiled-ops kernels).
 
 The two implementations run alternately, step by step (a slow moment of the machine falls on both);
 each step is synchronised and timed on the host; the table shows medians.
@@ -22,6 +23,7 @@ Usage:
   python benchmarks/e2e.py --device cpu --quick              # smoke test: tiny models, few steps
   python benchmarks/e2e.py --archs llama --sizes small --no-compile --json out.json
   python benchmarks/e2e.py --sizes small --compile-mode reduce-overhead   # compiled steps in CUDA graphs
+  python benchmarks/e2e.py --sizes small --compiled-ops kernels   # our kernels in the compiled graphs
 """
 
 from __future__ import annotations
@@ -297,6 +299,12 @@ def main(argv=None) -> int:
         default="default",
         help="torch.compile's mode for the compiled rows; reduce-overhead: in CUDA graphs (rows 'graphed')",
     )
+    parser.add_argument(
+        "--compiled-ops",
+        choices=["math", "kernels"],
+        default="math",
+        help="what compiled graphs trace from reference_ops: the ops' math (default) or the kernels",
+    )
     parser.add_argument("--lr", type=float, help="learning rate (default: 1e-3, 3e-4 for the large models)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loss-rtol", type=float, help="loss agreement bound (default: 5e-3 bf16, 1e-4 fp32)")
@@ -306,6 +314,9 @@ def main(argv=None) -> int:
     if args.compile_mode == "reduce-overhead" and not args.device.startswith("cuda"):
         parser.error("--compile-mode reduce-overhead runs CUDA graphs: it needs --device cuda")
 
+    import reference_ops
+
+    reference_ops.keep_kernels_when_compiled(args.compiled_ops == "kernels")
     global PERTURB
     PERTURB = args.perturb
     device = args.device
@@ -327,7 +338,8 @@ def main(argv=None) -> int:
     label = torch.cuda.get_device_name() if cuda else "CPU"
     print(
         f"device {label}, torch {torch.__version__}, training {'bf16 autocast' if amp else 'fp32'}, "
-        f"inference {str(infer_dtype).replace('torch.', '')}, {steps} training steps, {calls} timed calls"
+        f"inference {str(infer_dtype).replace('torch.', '')}, {steps} training steps, {calls} timed calls, "
+        f"compiled ops: {args.compiled_ops}"
     )
     rows, checks, curves = [], [], {}
     for arch in args.archs.split(","):
@@ -389,6 +401,7 @@ def main(argv=None) -> int:
                     loss_rtol=LOSS_RTOL,
                     spread_factor=SPREAD_FACTOR,
                     cudagraph_skips=cudagraph_skips,
+                    compiled_ops=args.compiled_ops,
                 ),
                 f,
                 indent=1,

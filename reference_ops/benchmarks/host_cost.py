@@ -11,9 +11,10 @@ and launch path is what is measured):
   is dropped);
 * forward + backward (torch.autograd.grad of x and the parameters);
 * compiled: the function under torch.compile (fullgraph, static shapes), no-grad forward: the cost
-  of a norm inside a compiled graph, ours an opaque op that inductor's wrapper calls through the
-  dispatcher, torch's a kernel inductor generated and launches itself (decode steps of a compiled
-  model are made of such calls).
+  of a norm inside a compiled graph (decode steps of a compiled model are made of such calls). By
+  default ours is the ops' math there, a kernel inductor generates and launches itself as it does
+  torch's; with --compiled-ops kernels it is the opaque op, which inductor's wrapper calls through
+  the dispatcher (reference_ops.keep_kernels_when_compiled).
 
 Method: each case is called N times in a loop, the device synchronised once at the end, the wall
 time divided by N; repeated R times in rounds that go through every case (ours and torch side by
@@ -25,7 +26,7 @@ Python/autograd path included.
 Target: ours <= torch in every row (reported as met / missed; the exit status is 0 either way).
 
 Usage: python benchmarks/host_cost.py [--device cuda|cpu] [--shape 8x512] [--dtype bf16]
-       [--calls 2000] [--repeats 7] [--json FILE]
+       [--calls 2000] [--repeats 7] [--compiled-ops math|kernels] [--json FILE]
 """
 
 from __future__ import annotations
@@ -160,15 +161,22 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", choices=sorted(DTYPES), help="default: bf16 on CUDA, fp32 on the CPU")
     parser.add_argument("--calls", type=int, default=2000, help="calls per timed loop")
     parser.add_argument("--repeats", type=int, default=7, help="timed loops per case (median)")
+    parser.add_argument(
+        "--compiled-ops",
+        choices=["math", "kernels"],
+        default="math",
+        help="what the compiled rows trace from ours: the ops' math (default) or the kernels",
+    )
     parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args(argv)
+    reference_ops.keep_kernels_when_compiled(args.compiled_ops == "kernels")
     device = args.device
     dtype = DTYPES[args.dtype or ("bf16" if device == "cuda" else "fp32")]
     m, n = (int(v) for v in args.shape.split("x"))
     label = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(
         f"host cost per call, {label}, {m}x{n} {str(dtype).replace('torch.', '')}, torch {torch.__version__}, "
-        f"{args.calls} calls x {args.repeats} repeats (median)"
+        f"{args.calls} calls x {args.repeats} repeats (median), compiled ops: {args.compiled_ops}"
     )
     rows = measure(device, m, n, dtype, args.calls, args.repeats)
     print_table(rows)
@@ -176,7 +184,11 @@ def main(argv=None) -> int:
     print(f"targets: {len(rows) - missed} met, {missed} missed")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=label, dtype=str(dtype), shape=[m, n], rows=rows), f, indent=1)
+            json.dump(
+                dict(device=label, dtype=str(dtype), shape=[m, n], compiled_ops=args.compiled_ops, rows=rows),
+                f,
+                indent=1,
+            )
     return 0
 
 

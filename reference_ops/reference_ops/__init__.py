@@ -10,11 +10,12 @@ import torch  # noqa: F401  (loads libtorch, which _C links against)
 
 from . import _C  # noqa: F401  (loads the library: registers the reference_ops:: ops)
 from .modules import AddLayerNorm, AddRMSNorm, LayerNorm, RMSNorm
-from .ops import add_layer_norm, add_rms_norm, layer_norm, rms_norm
+from .ops import add_layer_norm, add_rms_norm, keep_kernels_when_compiled, layer_norm, rms_norm
 
 __all__ = [
     "add_layer_norm",
     "add_rms_norm",
+    "keep_kernels_when_compiled",
     "layer_norm",
     "rms_norm",
     "AddLayerNorm",

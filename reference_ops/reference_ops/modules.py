@@ -2,7 +2,9 @@
 
 Same constructor arguments, parameters and state_dict keys ("weight", "bias"), so a
 model can swap the class and load the same checkpoint. forward calls the op directly: the
-shape is a tuple of ints from __init__, and autograd is decided in the op's C++ kernel.
+shape is a tuple of ints from __init__, and autograd is decided in the op's C++ kernel. Inside a
+graph that torch.compile traces it calls the function (reference_ops.ops), which gives the tracer
+the ops' math unless keep_kernels_when_compiled(True).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from .ops import _DEFAULT_EPS, _add_layer_norm_op, _add_rms_norm_op, _layer_norm_op, _rms_norm_op
+from . import ops
+from .ops import _DEFAULT_EPS, _add_layer_norm_op, _add_rms_norm_op, _layer_norm_op, _rms_norm_op, _tracing
 
 __all__ = ["AddLayerNorm", "AddRMSNorm", "LayerNorm", "RMSNorm"]
 
@@ -65,6 +68,8 @@ class LayerNorm(nn.Module):
                 nn.init.zeros_(self.bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        if _tracing():
+            return ops.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         return _layer_norm_op(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -103,6 +108,8 @@ class RMSNorm(nn.Module):
             nn.init.ones_(self.weight)
 
     def forward(self, x: Tensor) -> Tensor:
+        if _tracing():
+            return ops.rms_norm(x, self.normalized_shape, self.weight, self.eps)
         eps = self.eps
         if eps is None:
             eps = _DEFAULT_EPS.get(x.dtype, 0.0)
@@ -134,7 +141,11 @@ class AddLayerNorm(LayerNorm):
 
     def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:  # type: ignore[override]
         if residual is None:  # the first block: nothing to add yet
-            return _layer_norm_op(x, self.normalized_shape, self.weight, self.bias, self.eps), x
+            return super().forward(x), x
+        if _tracing():
+            return ops.add_layer_norm(
+                x, residual, self.normalized_shape, self.weight, self.bias, self.eps, out_dtype=_y_dtype(x, residual)
+            )
         return _add_layer_norm_op(
             x, residual, self.normalized_shape, self.weight, self.bias, self.eps, out_dtype=_y_dtype(x, residual)
         )
@@ -150,6 +161,10 @@ class AddRMSNorm(RMSNorm):
     def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:  # type: ignore[override]
         if residual is None:  # the first block: nothing to add yet
             return super().forward(x), x
+        if _tracing():
+            return ops.add_rms_norm(
+                x, residual, self.normalized_shape, self.weight, self.eps, out_dtype=_y_dtype(x, residual)
+            )
         eps = self.eps
         if eps is None:
             eps = _DEFAULT_EPS.get(residual.dtype, 0.0)

@@ -4,6 +4,10 @@ Each is one call of its op (declared in csrc/registration.cpp): the op's autogra
 decides whether autograd will want a gradient and runs the *_fwd op (which keeps the statistics
 for the backward) or the *_inference op (which writes none). Nothing else happens here per call
 but the conversion of an int normalized_shape and, for rms_norm, the default eps.
+
+Inside a graph that torch.compile or torch.export traces, the functions (and the modules) give the
+tracer the ops' math instead (_decomposed.py), which inductor fuses with its neighbours; see
+keep_kernels_when_compiled. `torch.ops.reference_ops.*` are always the kernels.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from . import _registration  # noqa: F401  (the fake kernels, for torch.compile)
+from . import _decomposed, _registration  # noqa: F401  (_registration: the fake kernels, for torch.compile)
 
-__all__ = ["add_layer_norm", "add_rms_norm", "layer_norm", "rms_norm"]
+__all__ = ["add_layer_norm", "add_rms_norm", "keep_kernels_when_compiled", "layer_norm", "rms_norm"]
 
 _ShapeLike = int | Sequence[int] | torch.Size
 
@@ -28,6 +32,24 @@ _add_rms_norm_op = torch.ops.reference_ops.add_rms_norm.default
 # rms_norm's eps=None: torch.finfo(dtype).eps, looked up in a dict (torch.finfo builds an object per
 # call). Other dtypes get 0.0 here and the op's clear dtype error.
 _DEFAULT_EPS = {t: torch.finfo(t).eps for t in (torch.float32, torch.float16, torch.bfloat16, torch.float64)}
+
+# True while torch.compile / torch.export traces (a constant there); eagerly one call of ~50 ns.
+_tracing = torch.compiler.is_compiling
+_keep_kernels = False
+
+
+def keep_kernels_when_compiled(enabled: bool = True) -> None:
+    """Whether graphs traced by torch.compile / torch.export call the CUDA kernels (True) or get the
+    ops' math, which inductor fuses with the operations around it (False, the default).
+
+    The math is the faster choice in most compiled models: inductor fuses the norm with the residual
+    add and the casts beside it and launches the result from its own wrapper, where an opaque op is
+    called through the dispatcher. Keep the kernels where a step runs in CUDA graphs and is
+    GPU-bound (``mode="reduce-overhead"`` training with the fused modules: docs/reference_ops.md has
+    the figures). Read when a graph is traced: changing it recompiles.
+    """
+    global _keep_kernels
+    _keep_kernels = bool(enabled)
 
 
 def layer_norm(
@@ -46,6 +68,8 @@ def layer_norm(
     """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
+    if _tracing() and not _keep_kernels:
+        return _decomposed.layer_norm(x, normalized_shape, weight, bias, eps)
     return _layer_norm_op(x, normalized_shape, weight, bias, eps)
 
 
@@ -65,6 +89,8 @@ def rms_norm(
         normalized_shape = (normalized_shape,)
     if eps is None:
         eps = _DEFAULT_EPS.get(x.dtype, 0.0)
+    if _tracing() and not _keep_kernels:
+        return _decomposed.rms_norm(x, normalized_shape, weight, eps)
     return _rms_norm_op(x, normalized_shape, weight, eps)
 
 
@@ -90,6 +116,8 @@ def add_layer_norm(
     """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
+    if _tracing() and not _keep_kernels:
+        return _decomposed.add_norm("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, out_dtype)
     return _add_layer_norm_op(x, residual, normalized_shape, weight, bias, eps, out_dtype=out_dtype)
 
 
@@ -110,4 +138,6 @@ def add_rms_norm(
         normalized_shape = (normalized_shape,)
     if eps is None:
         eps = _DEFAULT_EPS.get(residual.dtype, 0.0)
+    if _tracing() and not _keep_kernels:
+        return _decomposed.add_norm("add_rms_norm", x, residual, normalized_shape, weight, None, eps, out_dtype)
     return _add_rms_norm_op(x, residual, normalized_shape, weight, eps, out_dtype=out_dtype)

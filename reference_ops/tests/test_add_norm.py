@@ -129,8 +129,9 @@ def pow2(n):
     return 1 << (n - 1).bit_length()
 
 
-def check_float64(op, M, N, case, device):
-    """Forward and backward of one call against float64 (h against torch's sum, bit for bit)."""
+def check_float64(op, M, N, case, device, fn=ours):
+    """Forward and backward of one call of `fn` (like `ours`) against float64 (h against torch's sum,
+    bit for bit)."""
     x_dtype, r_dtype, out_dtype = case
     y_dtype = out_dtype or r_dtype
     params = "float32" if r_dtype in (torch.float16, torch.bfloat16) and N == 512 else "affine"
@@ -138,7 +139,7 @@ def check_float64(op, M, N, case, device):
     for t in (x, r, w, b):
         if t is not None:
             t.requires_grad_(True)
-    y, h = ours(op, x, r, N, w, b, out_dtype=out_dtype)
+    y, h = fn(op, x, r, N, w, b, out_dtype=out_dtype)
     assert h.dtype == r_dtype and y.dtype == y_dtype
     # h is the residual stream: exactly torch's sum.
     assert torch.equal(h, x.detach() + r.detach())
@@ -343,8 +344,7 @@ def test_opcheck(op, pair, device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", OPS)
-def test_compile_fullgraph_matches_eager(op, device):
-    torch._dynamo.reset()
+def test_compile_fullgraph_matches_eager(op, device, compiled_path):
     N = 128
     mod_cls = reference_ops.AddLayerNorm if op == "layer_norm" else reference_ops.AddRMSNorm
     norm = mod_cls(N, device=device)

@@ -284,7 +284,8 @@ def test_node_sends_gradients_only_where_wanted(op, wanted, device):
 
 
 # -----------------------------------------------------------------------------
-# torch.compile: AOTAutograd traces through the C++ autograd kernels
+# torch.compile: AOTAutograd traces through the C++ autograd kernels (keep_kernels_when_compiled),
+# or the ops' math (the default)
 # -----------------------------------------------------------------------------
 
 
@@ -301,11 +302,12 @@ def _module(op, N, device):
 @pytest.mark.parametrize("api", ["function", "module"])
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
-def test_compile_fullgraph_forward_backward_matches_eager(op, api, dynamic, device):
+def test_compile_fullgraph_forward_backward_matches_eager(op, api, dynamic, device, compiled_path):
+    """Compiled forward and backward match eager; the graphs hold the kernels' ops (the training ops
+    with a gradient, the inference op without) or, by default, none of them (the ops' math)."""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
-    torch._dynamo.reset()
     N = 64
     graphs = {"forward": [], "backward": []}
 
@@ -341,23 +343,28 @@ def test_compile_fullgraph_forward_backward_matches_eager(op, api, dynamic, devi
         torch.testing.assert_close(loss_c, loss_e, rtol=1e-5, atol=1e-5)
         for gc, ge in zip(grads_c, grads_e, strict=True):
             torch.testing.assert_close(gc, ge, rtol=1e-4, atol=1e-4)
-    assert f"reference_ops.{op}_fwd.default" in graphs["forward"], graphs
-    assert f"reference_ops.{op}_bwd.default" in graphs["backward"], graphs
+    kernels = compiled_path == "kernels"
+    ours = [t for t in graphs["forward"] + graphs["backward"] if t.startswith("reference_ops.")]
+    if not kernels:
+        assert not ours, ours
+    else:
+        assert f"reference_ops.{op}_fwd.default" in graphs["forward"], graphs
+        assert f"reference_ops.{op}_bwd.default" in graphs["backward"], graphs
     # No-grad: the inference op, and no statistics.
     graphs["forward"].clear()
     torch._dynamo.reset()
     with torch.no_grad():
         x = torch.randn(8, N, device=device)
         torch.testing.assert_close(compiled(x), f(x), rtol=1e-5, atol=1e-5)
-    assert f"reference_ops.{op}_inference.default" in graphs["forward"], graphs
+    if kernels:
+        assert f"reference_ops.{op}_inference.default" in graphs["forward"], graphs
     assert f"reference_ops.{op}_fwd.default" not in graphs["forward"], graphs
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", OPS)
-def test_compile_default_backend_matches_eager(op, device):
+def test_compile_default_backend_matches_eager(op, device, compiled_path):
     """The default inductor backend, fullgraph, forward and backward of the module."""
-    torch._dynamo.reset()
     norm = _module(op, 32, device)
     compiled = torch.compile(norm, fullgraph=True)
     x = torch.randn(4, 7, 32, device=device, requires_grad=True)
@@ -375,13 +382,12 @@ def test_compile_default_backend_matches_eager(op, device):
 @pytest.mark.parametrize(
     ("op", "fused"), [("layer_norm", False), ("rms_norm", True)], ids=["layer_norm", "add_rms_norm"]
 )
-def test_compiled_autograd_of_a_compiled_forward(op, fused, device):
-    """Compiled autograd over a torch.compile'd forward (AOTAutograd traced the ops: their
-    backward is in the compiled graph) gives the eager gradients. An eagerly recorded node has no
-    compiled-autograd support (README: Autograd)."""
+def test_compiled_autograd_of_a_compiled_forward(op, fused, device, compiled_path):
+    """Compiled autograd over a torch.compile'd forward (AOTAutograd traced the ops, or their math:
+    the backward is in the compiled graph) gives the eager gradients. An eagerly recorded node has
+    no compiled-autograd support (README: Autograd)."""
     import torch._dynamo.compiled_autograd as compiled_autograd
 
-    torch._dynamo.reset()
     x, w, b = make(op, device, requires_grad=True)
     r = torch.randn_like(x)
 

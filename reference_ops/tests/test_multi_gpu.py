@@ -81,7 +81,7 @@ def compiled_norm():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("current,device", PLACEMENTS, ids=PLACEMENT_IDS)
-def test_forward_backward_on_another_device(current, device, op, dtype, compiled):
+def test_forward_backward_on_another_device(current, device, op, dtype, compiled, kernels_when_compiled):
     tensors = make_inputs(op, dtype)
     fn = compiled_norm() if compiled else norm
     with torch.cuda.device(0):
@@ -112,7 +112,7 @@ def test_module_on_another_device(current, device, module):
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compile"])
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("current,device", PLACEMENTS, ids=PLACEMENT_IDS)
-def test_runs_on_the_current_stream_of_the_tensors_device(current, device, op, compiled):
+def test_runs_on_the_current_stream_of_the_tensors_device(current, device, op, compiled, kernels_when_compiled):
     """A side stream of the tensors' device is made busy, then writes x and runs the op; the
     current device is switched to the other GPU for the call. A kernel launched on any other
     stream would run before the copy and read the old x."""

@@ -89,17 +89,18 @@ def forward_backward(fn, op, x, N, w, b, dy, eps):
     return y.detach(), [next(it) if t is not None else None for t in leaves]
 
 
-def check_against_reference(op, mode, M, N, dtype, device, eps=None, leading=None):
+def check_against_reference(op, mode, M, N, dtype, device, eps=None, leading=None, fn=ours):
+    """`fn` (like `ours`) forward and backward, and forward without a gradient, against float64."""
     if op == "layer_norm" and eps is None:
         eps = 1e-5
     x, w, b, dy = make_inputs(op, mode, M, N, dtype, device, leading)
     nbytes = x.numel() * x.element_size()
     poison_allocator(device, [nbytes, nbytes, N * 4, max(M, 1) * 4])
-    y, grads = forward_backward(ours, op, x, N, w, b, dy, eps)
-    # Without a gradient the inference op runs (no statistics written): the same y, bit for bit.
+    y, grads = forward_backward(fn, op, x, N, w, b, dy, eps)
     with torch.no_grad():
-        y_inference = ours(op, x, N, w, b, eps)
-    assert torch.equal(y_inference, y), "the inference op's y differs from the training forward's"
+        y_inference = fn(op, x, N, w, b, eps)
+    if fn is ours:  # the inference op (no statistics written): the same y, bit for bit
+        assert torch.equal(y_inference, y), "the inference op's y differs from the training forward's"
     ref_eps = eps if eps is not None else torch.finfo(dtype).eps
     d = lambda t: None if t is None else t.double()  # noqa: E731
     y_ref, grads_ref = forward_backward(reference, op, d(x), N, d(w), d(b), d(dy), ref_eps)
@@ -107,6 +108,7 @@ def check_against_reference(op, mode, M, N, dtype, device, eps=None, leading=Non
     # With N == 1 the gradients are (near) zero differences of nearly equal terms: an
     # absolute bound only.
     assert_close(y, y_ref, dtype, "y", relative=N > 1)
+    assert_close(y_inference, y_ref, dtype, "y without a gradient", relative=N > 1)
     # dx sums terms of size rstd * |dy * w| that cancel (exactly, when N == 1): its rounding error
     # scales with them, not with dx.
     x64 = x.double()
@@ -364,8 +366,7 @@ def test_inference_op_has_no_backward(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
-def test_torch_compile_fullgraph(op, device):
-    torch._dynamo.reset()
+def test_torch_compile_fullgraph(op, device, compiled_path):
     N = 256
 
     def f(x, w, b):
@@ -386,8 +387,9 @@ def test_torch_compile_fullgraph(op, device):
         torch.testing.assert_close(gc, ge, rtol=1e-4, atol=1e-4)
 
 
-def test_compiled_graph_contains_the_custom_ops():
-    """The custom ops stay opaque in the compiled graphs (forward and backward)."""
+def test_compiled_graph_contains_the_custom_ops(kernels_when_compiled):
+    """With keep_kernels_when_compiled(True) the custom ops stay opaque in the compiled graphs
+    (forward and backward)."""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
