@@ -39,7 +39,7 @@ _keep_kernels = False
 
 
 def keep_kernels_when_compiled(enabled: bool = True) -> None:
-    """Whether graphs traced by torch.compile / torch.export call the CUDA kernels (True) or get the
+    """Whether graphs traced by torch.compile / torch.export call the ops' kernels (True) or get the
     ops' math, which inductor fuses with the operations around it (False, the default).
 
     The math is the faster choice in most compiled models: inductor fuses the norm with the residual
