@@ -13,8 +13,10 @@ data:
 * each in eager mode and under torch.compile (where reference_ops' modules give inductor the ops'
   math by default, and their kernels with --compiled-ops kernels).
 
-The two implementations run alternately, step by step (a slow moment of the machine falls on both);
-each step is synchronised and timed on the host; the table shows medians.
+The implementations run alternately, step by step, every other round in reverse order (a slow
+moment of the machine falls on all of them); each step is synchronised and timed on the host; the
+table shows medians. With --control a second copy of the torch-norm model ("twin") is timed beside
+them: its ratio to torch's is the run's own scatter (an A/A measurement), printed beside ours.
 Target: ours <= torch in every row (reported as met / missed; timing never changes the exit
 status). Exit status 1 when a loss curve or the logits disagree beyond the tolerance.
 
@@ -24,6 +26,7 @@ Usage:
   python benchmarks/e2e.py --archs llama --sizes small --no-compile --json out.json
   python benchmarks/e2e.py --sizes small --compile-mode reduce-overhead   # compiled steps in CUDA graphs
   python benchmarks/e2e.py --sizes small --compiled-ops kernels   # our kernels in the compiled graphs
+  python benchmarks/e2e.py --sizes small --control           # and torch's norms against themselves
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ import models  # noqa: E402
 
 IMPLS = ("torch", "ours", "fused")
 OURS = ("ours", "fused")
+# The A/A control (--control): torch's norms again, in a model of their own, appended to IMPLS.
+TWIN = "twin"
 # Loss agreement: |ours - torch| <= rtol * |torch| at every step. The norms differ only in
 # rounding; under bf16 autocast a rounding difference can flip a bf16 value of the next matmul's
 # input, so the bound is looser there.
@@ -60,13 +65,13 @@ LR_WARMUP_STEPS = 10
 # Logits: ||ours - torch|| / ||torch||.
 LOGITS_RTOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2}
 
-# Per size: training batch x sequence, prefill batch x prompt length, decode steps per batch;
+# Per size: training batch x sequence, prefill batch x prompt length;
 # lr: AdamW's learning rate (--lr overrides it), lower for the wider model as usual (at 1e-3 the
 # d = 4096 GPT's loss rose).
 WORKLOADS = {
-    "tiny": dict(batch=4, seq=32, prefill_batch=2, prompt=16, decode_steps=4, lr=1e-3),
-    "small": dict(batch=16, seq=512, prefill_batch=8, prompt=512, decode_steps=32, lr=1e-3),
-    "large": dict(batch=4, seq=512, prefill_batch=4, prompt=512, decode_steps=16, lr=3e-4),
+    "tiny": dict(batch=4, seq=32, prefill_batch=2, prompt=16, lr=1e-3),
+    "small": dict(batch=16, seq=512, prefill_batch=8, prompt=512, lr=1e-3),
+    "large": dict(batch=4, seq=512, prefill_batch=4, prompt=512, lr=3e-4),
 }
 
 
@@ -95,8 +100,8 @@ PERTURB = 0.0
 
 def pair(arch: str, size: str, device: str, dtype=None) -> dict:
     """The torch-norm and ours-norm models, ours loaded from torch's state_dict (the drop-in)."""
-    built = {impl: models.build(arch, size, impl, device=device) for impl in IMPLS}
-    for impl in OURS:
+    built = {impl: models.build(arch, size, "torch" if impl == TWIN else impl, device=device) for impl in IMPLS}
+    for impl in IMPLS[1:]:
         built[impl].load_state_dict(built["torch"].state_dict(), strict=True)
     if PERTURB:
         with torch.no_grad():
@@ -128,11 +133,13 @@ def maybe_compile(model, compile_mode: str | None):
 
 
 def time_alternating(fns: dict, calls: int, device: str, keep_all: bool = True) -> dict:
-    """Call each fns[impl]() `calls` times, alternating impls; {impl: ([ms per call], [results])}
-    (the last result alone without keep_all: a prefill's logits are large)."""
+    """Call each fns[impl]() `calls` times, alternating impls, every other round in reverse order (so
+    none always follows the same one); {impl: ([ms per call], [results])} (the last result alone
+    without keep_all: a prefill's logits are large)."""
     out = {impl: ([], []) for impl in fns}
-    for _ in range(calls):
-        for impl, fn in fns.items():
+    order = list(fns.items())
+    for call in range(calls):
+        for impl, fn in order if call % 2 == 0 else reversed(order):
             if not keep_all:
                 out[impl][1].clear()
             sync(device)
@@ -255,22 +262,44 @@ def infer(arch, size, device, dtype, compile_mode, decode_batches, calls, warmup
 
 
 def print_tables(rows, checks) -> None:
+    twin = f"{TWIN}_ms" in rows[0] if rows else False
     print(
         f"\n{'model':<13} {'phase':<11} {'mode':<8} {'torch ms':>10} {'ours ms':>10} {'ours/torch':>10}"
-        f" {'fused ms':>10} {'fused/torch':>11}  target (ours, fused)"
+        f" {'fused ms':>10} {'fused/torch':>11}" + (f" {'twin/torch':>10}" if twin else "") + "  target (ours, fused)"
     )
     for r in rows:
         ratio = {impl: r[f"{impl}_ms"] / r["torch_ms"] for impl in OURS}
         target = ", ".join("met" if ratio[impl] <= 1.0 else "missed" for impl in OURS)
         print(
             f"{r['model']:<13} {r['phase']:<11} {r['mode']:<8} {r['torch_ms']:>10.3f} {r['ours_ms']:>10.3f}"
-            f" {ratio['ours']:>10.3f} {r['fused_ms']:>10.3f} {ratio['fused']:>11.3f}  {target}"
+            f" {ratio['ours']:>10.3f} {r['fused_ms']:>10.3f} {ratio['fused']:>11.3f}"
+            + (f" {r[f'{TWIN}_ms'] / r['torch_ms']:>10.3f}" if twin else "")
+            + f"  {target}"
         )
     print(f"\n{'model':<13} {'phase':<11} {'mode':<8} {'check':<11} {'max rel diff':>12} {'tolerance':>10}  result")
     for c in checks:
         print(
             f"{c['model']:<13} {c['phase']:<11} {c['mode']:<8} {c['what']:<11} {c['max_diff']:>12.3e}"
             f" {c['tol']:>10.1e}  {'ok' if c['ok'] else 'DISAGREE'}"
+        )
+
+
+def print_control(rows) -> None:
+    """Per mode: the spread of torch's norms against themselves (twin / torch over the rows), and how
+    many of ours' and fused's missed rows lie within it (above 1 by no more than the twin's largest
+    distance from 1 in that mode)."""
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        in_mode = [r for r in rows if r["mode"] == mode]
+        twin = [r[f"{TWIN}_ms"] / r["torch_ms"] for r in in_mode]
+        spread = max(abs(t - 1.0) for t in twin)
+        ours = [r[f"{impl}_ms"] / r["torch_ms"] for r in in_mode for impl in OURS]
+        missed = [o for o in ours if o > 1.0]
+        within = sum(o <= 1.0 + spread for o in missed)
+        print(
+            f"{mode}: twin / torch {min(twin):.3f}-{max(twin):.3f} (median {statistics.median(twin):.3f}, "
+            f"geometric mean {statistics.geometric_mean(twin):.3f}); ours and fused: geometric mean "
+            f"{statistics.geometric_mean(ours):.3f}, {len(missed)} of {len(ours)} above 1, {within} of them within "
+            f"the twin's spread ({spread:.3f})"
         )
 
 
@@ -281,7 +310,12 @@ def main(argv=None) -> int:
     parser.add_argument("--archs", default="llama,gpt")
     parser.add_argument("--sizes", help="default: small,large (tiny with --quick)")
     parser.add_argument("--steps", type=int, help="training steps (default 30; 6 with --quick)")
-    parser.add_argument("--calls", type=int, help="timed inference calls (default 20; 3 with --quick)")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        help="timed inference calls per phase (default 100; 3 with --quick): decode steps are host-bound, and "
+        "the median of 20 moved by up to 20 %% between implementations that run the same kernels",
+    )
     parser.add_argument("--decode-batches", default="1,8,64")
     parser.add_argument(
         "--amp", choices=["auto", "on", "off"], default="auto", help="bf16 autocast in training (auto: on for CUDA)"
@@ -309,12 +343,20 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--loss-rtol", type=float, help="loss agreement bound (default: 5e-3 bf16, 1e-4 fp32)")
     parser.add_argument("--perturb", type=float, default=0.0, help="add this to ours' norm weights (checks the checks)")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="also time a second torch-norm model (twin): torch against itself, the run's own scatter",
+    )
     parser.add_argument("--json", help="write rows, checks and loss curves to this file")
     args = parser.parse_args(argv)
     if args.compile_mode == "reduce-overhead" and not args.device.startswith("cuda"):
         parser.error("--compile-mode reduce-overhead runs CUDA graphs: it needs --device cuda")
 
     import reference_ops
+
+    global IMPLS
+    IMPLS = ("torch", *OURS, *([TWIN] if args.control else []))
 
     reference_ops.keep_kernels_when_compiled(args.compiled_ops == "kernels")
     global PERTURB
@@ -323,7 +365,7 @@ def main(argv=None) -> int:
     cuda = device.startswith("cuda")
     sizes = (args.sizes or ("tiny" if args.quick else "small,large")).split(",")
     steps = args.steps or (6 if args.quick else 30)
-    calls = args.calls or (3 if args.quick else 20)
+    calls = args.calls or (3 if args.quick else 100)
     warmup = 2 if args.quick else 5
     amp = args.amp == "on" or (args.amp == "auto" and cuda)
     compiled = "compile" if args.compile_mode == "default" else "graphed"
@@ -390,6 +432,8 @@ def main(argv=None) -> int:
         f"\ntargets (ours and fused per row): {2 * len(rows) - missed} met, {missed} missed; agreement: "
         f"{len(checks) - len(failed)} ok, {len(failed)} disagree"
     )
+    if args.control:
+        print_control(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(

@@ -77,6 +77,22 @@ def test_a_different_norm_is_caught(tmp_path):
     assert not any(c["ok"] for c in data["checks"])
 
 
+def test_control_times_torch_against_itself(tmp_path):
+    """--control: a second torch-norm model (the twin) is timed beside the others; it trains as
+    torch's does, its ratio is printed per row and its spread per mode."""
+    proc, data = run_e2e(tmp_path, "--archs", "llama", "--control", "--compile", "off", "--decode-batches", "1")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert [r["phase"] for r in data["rows"]] == ["train", "prefill", "decode b1"]
+    assert all(r["twin_ms"] > 0 for r in data["rows"])
+    curve = data["loss_curves"]["llama-tiny eager"]
+    # The same model, weights and data: on the CPU the same losses to the bit (ours' differ in
+    # rounding); on CUDA within the bound of ours (atomics in backward kernels may add in any order).
+    rtol = data["loss_rtol"]["bf16"] if DEVICE == "cuda" else 0.0
+    torch.testing.assert_close(torch.tensor(curve["twin"]), torch.tensor(curve["torch"]), rtol=rtol, atol=0)
+    assert "twin/torch" in proc.stdout
+    assert "eager: twin / torch " in proc.stdout
+
+
 @pytest.mark.skipif(DEVICE != "cuda", reason="CUDA graphs: needs a CUDA GPU")
 def test_steps_in_cuda_graphs_agree_and_are_timed(tmp_path):
     proc, data = run_e2e(tmp_path, "--archs", "llama", "--compile-mode", "reduce-overhead", "--decode-batches", "1")
