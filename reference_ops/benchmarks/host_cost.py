@@ -24,9 +24,12 @@ processes) favours neither side. On CUDA (bfloat16 by default) this is the time 
 needs to issue a call, the kernels being shorter; on the CPU (float32) it is the whole call, the
 Python/autograd path included.
 Target: ours <= torch in every row (reported as met / missed; the exit status is 0 either way).
+With --control torch's norms are timed a second time, as a case of their own ("twin": new
+tensors, module and compiled function): twin / torch is what the method reads for two identical
+calls, the resolution against which a row's ours / torch means something.
 
 Usage: python benchmarks/host_cost.py [--device cuda|cpu] [--shape 8x512] [--dtype bf16]
-       [--calls 2000] [--repeats 7] [--compiled-ops math|kernels] [--json FILE]
+       [--calls 2000] [--repeats 7] [--compiled-ops math|kernels] [--control] [--json FILE]
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ EPS = 1e-5
 
 
 def make_callables(op: str, api: str, impl: str, m: int, n: int, dtype, device):
-    """{pass: fn} for one op, API and implementation; fresh tensors of their own."""
+    """{pass: fn} for one op, API and implementation ("torch", "ours", or "twin": torch's again);
+    fresh tensors of their own."""
+    impl = "ours" if impl == "ours" else "torch"
     g = torch.Generator(device="cpu").manual_seed(0)
     x = torch.randn(m, n, generator=g).to(device=device, dtype=dtype)
     dy = torch.randn(m, n, generator=g).to(device=device, dtype=dtype)
@@ -120,11 +125,12 @@ def per_call_us(fn, calls: int, device: str) -> float:
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def measure(device: str, m: int, n: int, dtype, calls: int, repeats: int) -> list[dict]:
+def measure(device: str, m: int, n: int, dtype, calls: int, repeats: int, control: bool = False) -> list[dict]:
+    impls = ("torch", "ours", "twin") if control else ("torch", "ours")
     cases = {}
     for op in OPS:
         for api in APIS:
-            for impl in ("torch", "ours"):
+            for impl in impls:
                 for name, fn in make_callables(op, api, impl, m, n, dtype, device).items():
                     cases[op, api, name, impl] = fn
     for fn in cases.values():  # warm-up: first-call costs, allocator, lazy initialisation
@@ -138,19 +144,25 @@ def measure(device: str, m: int, n: int, dtype, calls: int, repeats: int) -> lis
     for op in OPS:
         for api in APIS:
             for name in API_PASSES[api]:
-                torch_us = statistics.median(samples[op, api, name, "torch"])
-                ours_us = statistics.median(samples[op, api, name, "ours"])
-                rows.append(dict(op=op, api=api, pass_=name, torch_us=torch_us, ours_us=ours_us))
+                us = {impl: statistics.median(samples[op, api, name, impl]) for impl in impls}
+                rows.append(dict(op=op, api=api, pass_=name, **{f"{impl}_us": us[impl] for impl in impls}))
     return rows
 
 
 def print_table(rows) -> None:
-    print(f"{'op':<11} {'api':<9} {'pass':<12} {'torch us':>9} {'ours us':>9} {'ours/torch':>10}  target")
+    twin = "twin_us" in rows[0]
+    print(
+        f"{'op':<11} {'api':<9} {'pass':<12} {'torch us':>9} {'ours us':>9} {'ours/torch':>10}"
+        + (f" {'twin/torch':>10}" if twin else "")
+        + "  target"
+    )
     for r in rows:
         ratio = r["ours_us"] / r["torch_us"]
         print(
             f"{r['op']:<11} {r['api']:<9} {r['pass_']:<12} {r['torch_us']:>9.2f} {r['ours_us']:>9.2f}"
-            f" {ratio:>10.3f}  {'met' if ratio <= 1.0 else 'missed'}"
+            f" {ratio:>10.3f}"
+            + (f" {r['twin_us'] / r['torch_us']:>10.3f}" if twin else "")
+            + f"  {'met' if ratio <= 1.0 else 'missed'}"
         )
 
 
@@ -167,6 +179,9 @@ def main(argv=None) -> int:
         default="math",
         help="what the compiled rows trace from ours: the ops' math (default) or the kernels",
     )
+    parser.add_argument(
+        "--control", action="store_true", help="also time torch's norms a second time (twin): the A/A resolution"
+    )
     parser.add_argument("--json", help="write the rows to this file")
     args = parser.parse_args(argv)
     reference_ops.keep_kernels_when_compiled(args.compiled_ops == "kernels")
@@ -178,10 +193,18 @@ def main(argv=None) -> int:
         f"host cost per call, {label}, {m}x{n} {str(dtype).replace('torch.', '')}, torch {torch.__version__}, "
         f"{args.calls} calls x {args.repeats} repeats (median), compiled ops: {args.compiled_ops}"
     )
-    rows = measure(device, m, n, dtype, args.calls, args.repeats)
+    rows = measure(device, m, n, dtype, args.calls, args.repeats, args.control)
     print_table(rows)
     missed = sum(r["ours_us"] > r["torch_us"] for r in rows)
     print(f"targets: {len(rows) - missed} met, {missed} missed")
+    if args.control:
+        twin = [r["twin_us"] / r["torch_us"] for r in rows]
+        spread = max(abs(t - 1.0) for t in twin)
+        within = sum(1.0 < r["ours_us"] / r["torch_us"] <= 1.0 + spread for r in rows)
+        print(
+            f"twin / torch {min(twin):.3f}-{max(twin):.3f} (median {statistics.median(twin):.3f}); "
+            f"{within} of the {missed} missed rows within the twin's spread ({spread:.3f})"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(

@@ -40,3 +40,20 @@ def test_host_cost_prints_every_row(tmp_path):
         ratio = r["ours_us"] / r["torch_us"]
         assert abs(float(m[6]) - ratio) <= 1e-3 * max(1.0, ratio), (m[0], r)
         assert m[7] == ("met" if ratio <= 1.0 else "missed")
+
+
+def test_control_times_torch_against_itself(tmp_path):
+    """--control: torch's norms timed a second time (twin), a column and a summary line of its own."""
+    report = tmp_path / "host.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, str(PROJECT / "benchmarks" / "host_cost.py"), "--device", DEVICE, "--calls", "10",
+         "--repeats", "2", "--control", "--json", str(report)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = json.loads(report.read_text())["rows"]
+    assert len(rows) == 14 and all(r["twin_us"] > 0 for r in rows)
+    assert "twin/torch" in proc.stdout
+    twin = [r["twin_us"] / r["torch_us"] for r in rows]
+    assert f"twin / torch {min(twin):.3f}-{max(twin):.3f}" in proc.stdout
