@@ -11,6 +11,7 @@ backward. Every test runs on the CPU; the same tests run on CUDA where a GPU is 
 import pytest
 import torch
 import torch.nn.functional as F
+from graph_recorder import GraphRecorder
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import reference_ops
@@ -305,20 +306,9 @@ def _module(op, N, device):
 def test_compile_fullgraph_forward_backward_matches_eager(op, api, dynamic, device, compiled_path):
     """Compiled forward and backward match eager; the graphs hold the kernels' ops (the training ops
     with a gradient, the inference op without) or, by default, none of them (the ops' math)."""
-    from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
-
     N = 64
-    graphs = {"forward": [], "backward": []}
-
-    def recorder(kind):
-        def compiler(gm, _inputs):
-            graphs[kind].extend(str(n.target) for n in gm.graph.nodes if n.op == "call_function")
-            return make_boxed_func(gm.forward)
-
-        return compiler
-
-    backend = aot_autograd(fw_compiler=recorder("forward"), bw_compiler=recorder("backward"))
+    graphs = GraphRecorder()
+    backend = graphs.backend
     if api == "module":
         norm = _module(op, N, device)
         params = list(norm.parameters())
@@ -344,21 +334,21 @@ def test_compile_fullgraph_forward_backward_matches_eager(op, api, dynamic, devi
         for gc, ge in zip(grads_c, grads_e, strict=True):
             torch.testing.assert_close(gc, ge, rtol=1e-4, atol=1e-4)
     kernels = compiled_path == "kernels"
-    ours = [t for t in graphs["forward"] + graphs["backward"] if t.startswith("reference_ops.")]
+    ours = graphs.ours()
     if not kernels:
         assert not ours, ours
     else:
-        assert f"reference_ops.{op}_fwd.default" in graphs["forward"], graphs
-        assert f"reference_ops.{op}_bwd.default" in graphs["backward"], graphs
+        assert f"reference_ops.{op}_fwd.default" in graphs.forward, graphs
+        assert f"reference_ops.{op}_bwd.default" in graphs.backward, graphs
     # No-grad: the inference op, and no statistics.
-    graphs["forward"].clear()
+    graphs.forward.clear()
     torch._dynamo.reset()
     with torch.no_grad():
         x = torch.randn(8, N, device=device)
         torch.testing.assert_close(compiled(x), f(x), rtol=1e-5, atol=1e-5)
     if kernels:
-        assert f"reference_ops.{op}_inference.default" in graphs["forward"], graphs
-    assert f"reference_ops.{op}_fwd.default" not in graphs["forward"], graphs
+        assert f"reference_ops.{op}_inference.default" in graphs.forward, graphs
+    assert f"reference_ops.{op}_fwd.default" not in graphs.forward, graphs
 
 
 @pytest.mark.parametrize("device", DEVICES)

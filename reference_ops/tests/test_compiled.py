@@ -11,8 +11,7 @@ import pytest
 import test_add_norm
 import test_norm
 import torch
-from functorch.compile import make_boxed_func
-from torch._dynamo.backends.common import aot_autograd
+from graph_recorder import GraphRecorder
 
 import reference_ops
 
@@ -32,22 +31,6 @@ def fresh_dynamo():
 def compile_for(fn, device):
     backend = "inductor" if device == "cuda" else "aot_eager"
     return torch.compile(fn, backend=backend, fullgraph=True, dynamic=False)
-
-
-class Recorder:
-    """An aot_autograd backend that keeps the call targets of the forward and backward graphs."""
-
-    def __init__(self):
-        self.targets = []
-        record = self.record
-        self.backend = aot_autograd(fw_compiler=record, bw_compiler=record)
-
-    def record(self, gm, _inputs):
-        self.targets += [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
-        return make_boxed_func(gm.forward)
-
-    def ours(self):
-        return [t for t in self.targets if t.startswith("reference_ops.")]
 
 
 # -----------------------------------------------------------------------------
@@ -113,7 +96,7 @@ def test_graphs_hold_the_math_or_the_kernels(kind, cls, device):
     expected = _block(kind, norm)(x, r)
     for keep in (False, True, False):  # the switch is read while tracing: each change recompiles
         reference_ops.keep_kernels_when_compiled(keep)
-        rec = Recorder()
+        rec = GraphRecorder()
         step = torch.compile(_block(kind, norm), backend=rec.backend, fullgraph=True)
         loss = step(x, r)
         loss.backward()
