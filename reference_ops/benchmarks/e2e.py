@@ -99,7 +99,8 @@ PERTURB = 0.0
 
 
 def pair(arch: str, size: str, device: str, dtype=None) -> dict:
-    """The torch-norm and ours-norm models, ours loaded from torch's state_dict (the drop-in)."""
+    """The models of IMPLS, each but torch's loaded from torch's state_dict (for ours: the drop-in;
+    the twin, with --control, is torch's model again)."""
     built = {impl: models.build(arch, size, "torch" if impl == TWIN else impl, device=device) for impl in IMPLS}
     for impl in IMPLS[1:]:
         built[impl].load_state_dict(built["torch"].state_dict(), strict=True)
