@@ -74,6 +74,7 @@ def test_help_lists_csv_and_plot(project):
     assert result.returncode == 0, result.stderr
     assert "--csv" in result.stdout and "--plot" in result.stdout and "host cost" in result.stdout
     assert "--rounds" in result.stdout
+    assert "torch.compile's is higher" in result.stdout  # the closing lines, described in --help
 
 
 @pytest.mark.parametrize("flag", ["--rounds", "--replays"])
@@ -98,3 +99,34 @@ def test_benchmark_runs_and_writes_its_outputs(project, tmp_path):
         (shape, impl) for shape in ("1024x1024", "333x4097") for impl in ("scaled_gelu", "eager", "compile")]
     assert all(float(row[key]) > 0 for row in rows for key in ("fwd_gbs", "bwd_gbs", "host_us"))
     assert out_png.read_bytes().startswith(PNG_MAGIC)
+    assert "scaled_gelu: >= 90 % of copy bandwidth in " in result.stdout
+    assert "torch.compile ahead of scaled_gelu in " in result.stdout
+
+
+SUMMARY = """
+import sys
+sys.path.insert(0, "benchmarks")
+import benchmark
+def row(dtype, shape, impl, fwd, bwd):
+    figures = [1.0, 1.0, fwd, 1.0, 1.0, bwd, 1.0, 3000.0]
+    return dict(zip(benchmark.COLUMNS, [dtype, shape, impl, *figures, "Test GPU", "2.11.0"], strict=True))
+rows = [
+    row("float32", "1024x1024", "scaled_gelu", 98.04, 101.2),
+    row("float32", "1024x1024", "eager", 50.0, 60.0),
+    row("float32", "1024x1024", "compile", 98.0, 101.3),    # level forward (as printed), ahead backward
+    row("bfloat16", "8191x8191", "scaled_gelu", 89.94, 90.0),  # 89.9 is below 90, 90.0 is not
+    row("bfloat16", "8191x8191", "eager", 40.0, 40.0),
+    row("bfloat16", "8191x8191", "compile", 95.0, 80.0),
+]
+print("\\n".join(benchmark.summary(rows, "scaled_gelu")))
+"""
+
+
+def test_closing_lines_count_the_target_and_name_where_compile_leads(project):
+    result = subprocess.run([sys.executable, "-c", SUMMARY], cwd=project, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-5000:]
+    assert result.stdout.splitlines() == [
+        "scaled_gelu: >= 90 % of copy bandwidth in 3 of 4 figures; below: bfloat16 8191x8191 fwd 89.9",
+        "torch.compile ahead of scaled_gelu in 2 of 4 figures: float32 1024x1024 bwd 101.2 < 101.3, "
+        "bfloat16 8191x8191 fwd 89.9 < 95.0",
+    ]

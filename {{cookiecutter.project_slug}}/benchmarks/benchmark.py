@@ -11,7 +11,8 @@ move (forward: read x, write y; backward: read the output gradient and the saved
 input gradient) and as a percentage of the device-to-device copy bandwidth measured in the same
 run. The backward's time is what a training step adds to its forward: forward plus backward, less
 the forward run in grad mode. torch.compile compiles each dtype and shape for its static shape, as
-for a model whose shapes do not change.
+for a model whose shapes do not change. Two closing lines count the op's figures at 90 % of copy
+bandwidth or more and name those where torch.compile's is higher.
 
 The per-call host cost (Python, dispatcher, input checks and launch, measured on a one-row tensor
 where the GPU keeps up; the median of 7 rounds) is printed beside eager PyTorch's: it is what a
@@ -44,6 +45,9 @@ COPY_BYTES = 1 << 30
 HOST_CALLS = 200
 HOST_ROUNDS = 7
 GPU_ROUNDS = 3
+# A memory-bound kernel that moves this share of the copy bandwidth is near its limit; the closing
+# lines count the figures that reach it.
+TARGET_PCT = 90.0
 # CSV columns: one row per dtype, shape and implementation (host_us is per dtype and implementation).
 COLUMNS = ["dtype", "shape", "impl", "fwd_us", "fwd_gbs", "fwd_pct_copy", "bwd_us", "bwd_gbs", "bwd_pct_copy"]
 COLUMNS += ["host_us", "copy_gbs", "device", "torch"]
@@ -198,6 +202,33 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def summary(rows: list[dict], op: str) -> list[str]:
+    """The closing lines: how many of op's figures (forward and backward, each dtype and shape) reach
+    TARGET_PCT of copy bandwidth, and in which torch.compile's figure from the same run is higher,
+    compared as printed (0.1 point)."""
+    compiled = {(row["dtype"], row["shape"]): row for row in rows if row["impl"] == "compile"}
+    low, behind, count = [], [], 0
+    for row in rows:
+        if row["impl"] != op:
+            continue
+        for direction in ("fwd", "bwd"):
+            count += 1
+            ours = round(float(row[f"{direction}_pct_copy"]), 1)
+            where = f"{row['dtype']} {row['shape']} {direction}"
+            if ours < TARGET_PCT:
+                low.append(f"{where} {ours:.1f}")
+            other = compiled.get((row["dtype"], row["shape"]))
+            theirs = round(float(other[f"{direction}_pct_copy"]), 1) if other else None
+            if theirs is not None and theirs > ours:
+                behind.append(f"{where} {ours:.1f} < {theirs:.1f}")
+    return [
+        f"{op}: >= {TARGET_PCT:.0f} % of copy bandwidth in {count - len(low)} of {count} figures"
+        + (f"; below: {', '.join(low)}" if low else ""),
+        f"torch.compile ahead of {op} in {len(behind)} of {count} figures"
+        + (f": {', '.join(behind)}" if behind else ""),
+    ]
+
+
 def check(dtype: torch.dtype, x: torch.Tensor) -> None:
     """Refuse to time a kernel that disagrees with the float64 reference on this input."""
     sample = x[:64].detach()
@@ -263,6 +294,8 @@ def main() -> None:
                 figures = [fwd_ms * 1e3, fwd_gbs, fwd_pct, bwd_ms * 1e3, bwd_gbs, bwd_pct, host[name], copy_gbs]
                 values = [dtype_name, shape_text, name, *(round(v, 3) for v in figures), device, torch.__version__]
                 rows.append(dict(zip(COLUMNS, values, strict=True)))
+    print()
+    print("\n".join(summary(rows, "{{cookiecutter.op_name}}")))
     if args.csv:
         write_csv(rows, args.csv)
         print(f"wrote {args.csv}")
