@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -112,3 +114,14 @@ def test_two_gpu_tests_skip_with_the_reason_bake_allows():
     tests = bake.TEMPLATE / "{{cookiecutter.project_slug}}" / "tests"
     for name in ("test_multi_gpu.py", "test_ddp.py"):
         assert f'reason="{bake.TWO_GPU_SKIP}"' in (tests / name).read_text(), name
+
+
+@pytest.mark.parametrize("name", ["elementwise-torch_library-f16-bf16-f64-cpu", "rowwise-pybind11"])
+def test_importing_an_unbuilt_project_says_to_build_it(rendered_matrix, name):
+    # Without its extension (never built, or built for another Python) Python's own message blames a
+    # circular import; the package names the build command instead.
+    _, project = rendered_matrix[name]
+    result = subprocess.run([sys.executable, "-c", "import matrix_op"], cwd=project, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "matrix_op._C, the compiled extension, did not load" in result.stderr, result.stderr[-3000:]
+    assert "pip install --no-build-isolation -e ." in result.stderr
