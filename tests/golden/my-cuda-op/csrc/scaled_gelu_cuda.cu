@@ -9,6 +9,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -22,21 +23,41 @@ namespace {
 
 // Bytes per vector access: 16 bytes compile to one LDG.128 / STG.128 per thread.
 constexpr int kVecBytes = 16;
-// Packs a thread takes, all loaded before any is computed: 4 in float64, 1 in the other dtypes.
-// float64's exp and division are long chains of dependent double-precision instructions, and the 2
-// elements of one pack gave a thread too few independent chains to cover their latency (H100, % of
-// copy forward / backward: 4 packs 100.2-100.4 / 102.8-103.0, 2 packs 99.6-99.8 / 101.4-101.5;
-// H200: 87-91 % backward with 1 pack, 63-68 % with 8, whose registers cut the threads an SM
-// holds). float16/bfloat16 measured slower with 2 or 4, float32 no faster with 2.
-template <typename scalar_t>
-constexpr int kPacksPerStep = sizeof(scalar_t) == sizeof(double) ? 4 : 1;
-// Threads per block: 512, and 256 in float64. Blocks of 512 threads moved more bytes a second than
-// 256 (half as many blocks for the GPU to hand out) or 1024 (H100, % of copy forward / backward at
-// 16384x4096: float32 98.7 / 102.3 at 256, 99.1 / 103.0 at 512, 96.7 / 102.5 at 1024; bfloat16
-// 96.1 / 101.4, 96.8-97.0 / 101.9-102.0, 94.8 / 101.1). float64's threads, at 4 packs, use 70-90
-// registers: 512 of them leave one block on an SM (87 % forward, against 100 at 256).
-template <typename scalar_t>
-constexpr int kThreads = sizeof(scalar_t) == sizeof(double) ? 256 : 512;
+// How a launch covers the tensor: threads per block, and 16-byte packs per thread, each thread
+// loading all of its packs before it computes any (so they are in flight together).
+struct Shape {
+  int threads;
+  int packs;
+};
+
+// The shape per dtype and direction (forward: 1 input, backward: 2), measured with the generated
+// benchmark on two GPUs that differ in how fast memory feeds each SM (fast_memory_per_sm below).
+// A memory-bound kernel keeps each SM's share of the bandwidth busy only with enough bytes in
+// flight, and the H200 needs more of them than the H100.
+// - H100 (25 GB/s an SM): blocks of 512 threads taking one pack each (% of copy forward / backward
+//   at 16384x4096: float32 99.1 / 103.0, bfloat16 96.8-97.0 / 101.9-102.0; at 256 threads 98.7 /
+//   102.3 and 96.1 / 101.4, at 1024 96.7 / 102.5 and 94.8 / 101.1; 2 packs lost 0.5 / 1.0). float64
+//   takes 256 threads of 4 packs: its exp and division are long chains of dependent instructions,
+//   which one pack did not give a thread enough of to cover their latency (4 packs 100.2-100.4 /
+//   102.8-103.0, 2 packs 99.6-99.8 / 101.4-101.5), and 512 threads at 70-90 registers each leave
+//   one block on an SM (87 % forward).
+// - H200 (37 GB/s an SM): 128 threads of 2 packs forward (float32 97.5, bfloat16 93.1, float64
+//   98.6, against 91.1, 86.8 and 96.2 with the H100's shapes), one pack backward (bfloat16 100.5,
+//   float64 103.2-103.7) but float32 256 threads of 4 (102.6-102.9; 128 threads of 2: 101.8-102.0).
+template <typename scalar_t, int kArity, bool kFastMemory>
+constexpr Shape launch_shape() {
+  if constexpr (!kFastMemory) {
+    return sizeof(scalar_t) == sizeof(double) ? Shape{256, 4} : Shape{512, 1};
+  } else if constexpr (kArity == 1) {
+    return {128, 2};
+  } else {
+    return std::is_same_v<scalar_t, float> ? Shape{256, 4} : Shape{128, 1};
+  }
+}
+
+// Memory bandwidth per SM above which a GPU takes the shapes measured on the H200: peak bandwidth
+// (twice the memory clock, times the bus width) over the SM count; H100 SXM 25 GB/s, H200 37.
+constexpr double kFastMemoryPerSm = 30e9;
 
 // kVec elements moved as one aligned 16-byte (or smaller) access; get(i) and set(i, value) take
 // element i out and put it in. Elements narrower than 32 bits (float16/bfloat16) are held as
@@ -88,11 +109,10 @@ __device__ __forceinline__ acc_t apply(const Op& op, const acc_t (&args)[2]) {
 // consecutive packs of kVec elements, each thread kPacks of them, blockDim.x apart (so a warp's
 // accesses stay contiguous); the grid covers the tensor in one step, and loops only past the grid's
 // limit of 2^31 - 1 blocks. The last n % kVec elements are done one per thread.
-template <typename scalar_t, int kVec, int kArity, typename Op>
+template <typename scalar_t, int kVec, int kArity, int kPacks, typename Op>
 __global__ void elementwise_kernel(Op op, Inputs<scalar_t, kArity> in, scalar_t* __restrict__ out, int64_t n) {
   using acc_t = at::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
-  constexpr int kPacks = kPacksPerStep<scalar_t>;
   const int64_t num_packs = n / kVec;
   const int64_t block_packs = int64_t(kPacks) * blockDim.x;  // consecutive packs a block takes
   const int64_t grid_packs = gridDim.x * block_packs;
@@ -140,31 +160,58 @@ __global__ void elementwise_kernel(Op op, Inputs<scalar_t, kArity> in, scalar_t*
 
 bool is_aligned(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % kVecBytes == 0; }
 
-// Runs elementwise_kernel on the current stream, one block per kThreads * kPacksPerStep packs: the
-// hardware hands a new block to an SM as soon as one retires, so no SM waits at the end. (A grid of
-// only the blocks the GPU holds at once, each looping over the tensor, measured 89 / 94 % of copy
-// in float32 and 81-87 % forward in float16/bfloat16, against 94-96 / 102-103 % and 91-92 %.)
-template <typename scalar_t, int kArity, typename Op>
-void launch_elementwise(Op op, Inputs<scalar_t, kArity> in, scalar_t* out, int64_t n) {
-  if (n == 0) {
-    return;
+// Whether the current GPU's memory bandwidth per SM is above kFastMemoryPerSm; asked once per device.
+bool fast_memory_per_sm() {
+  static std::atomic<int> known[C10_COMPILE_TIME_MAX_GPUS];  // 0: not asked yet, 1: no, 2: yes
+  const int device = c10::cuda::current_device();
+  int answer = known[device].load(std::memory_order_relaxed);
+  if (answer == 0) {
+    int clock_khz = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+    const cudaDeviceProp* gpu = at::cuda::getDeviceProperties(device);
+    const double bytes_per_s = 2.0 * 1e3 * clock_khz * (gpu->memoryBusWidth / 8);
+    answer = bytes_per_s / gpu->multiProcessorCount > kFastMemoryPerSm ? 2 : 1;
+    known[device].store(answer, std::memory_order_relaxed);
   }
+  return answer == 2;
+}
+
+// Runs elementwise_kernel on the current stream in its launch_shape, one block per shape.threads *
+// shape.packs packs: the hardware hands a new block to an SM as soon as one retires, so no SM
+// waits at the end. (A grid of only the blocks the GPU holds at once, each looping over the
+// tensor, measured 89 / 94 % of copy in float32 and 81-87 % forward in float16/bfloat16 on the
+// H100, against 94-96 / 102-103 % and 91-92 %.)
+template <bool kFastMemory, typename scalar_t, int kArity, typename Op>
+void launch_shaped(Op op, Inputs<scalar_t, kArity> in, scalar_t* out, int64_t n) {
+  constexpr Shape shape = launch_shape<scalar_t, kArity, kFastMemory>();
   constexpr int kVec = kVecBytes / sizeof(scalar_t);
   bool aligned = is_aligned(out);
   for (const scalar_t* ptr : in.ptr) {
     aligned = aligned && is_aligned(ptr);
   }
-  const int64_t per_block = int64_t(kThreads<scalar_t>) * kPacksPerStep<scalar_t>;
+  const int64_t per_block = int64_t(shape.threads) * shape.packs;
   const int64_t work_items = aligned ? (n + kVec - 1) / kVec : n;
   const int64_t blocks =
       std::min<int64_t>((work_items + per_block - 1) / per_block, std::numeric_limits<int32_t>::max());
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   if (aligned) {
-    elementwise_kernel<scalar_t, kVec, kArity><<<blocks, kThreads<scalar_t>, 0, stream>>>(op, in, out, n);
+    elementwise_kernel<scalar_t, kVec, kArity, shape.packs><<<blocks, shape.threads, 0, stream>>>(op, in, out, n);
   } else {
-    elementwise_kernel<scalar_t, 1, kArity><<<blocks, kThreads<scalar_t>, 0, stream>>>(op, in, out, n);
+    elementwise_kernel<scalar_t, 1, kArity, shape.packs><<<blocks, shape.threads, 0, stream>>>(op, in, out, n);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename scalar_t, int kArity, typename Op>
+void launch_elementwise(Op op, Inputs<scalar_t, kArity> in, scalar_t* out, int64_t n) {
+  if (n == 0) {
+    return;
+  }
+  if (fast_memory_per_sm()) {
+    launch_shaped<true>(op, in, out, n);
+  } else {
+    launch_shaped<false>(op, in, out, n);
+  }
 }
 
 }  // namespace
