@@ -41,6 +41,7 @@ LAYOUT_NOTES = {
     "csrc/scaled_gelu.h": "the entry points' declarations",
     "csrc/scaled_gelu_cpu.cpp": "CPU kernels (cpu_impl)",
     "csrc/scaled_gelu_cuda.cu": "kernels, launchers (vector width, grid), dtype dispatch",
+    "csrc/scaled_gelu_gpu.h": "fast_memory_per_sm: how fast memory feeds each SM, for the launch shapes",
     "csrc/scaled_gelu_math.h": "forward and backward math, host+device, shared by CUDA and CPU kernels",
     "doctor.py": "preflight: torch, CUDA, nvcc, ninja, GPU and arch, the built extension; names each fix",
     "my_cuda_op/_registration.py": "register_fake + register_autograd, or a torch.autograd.Function",

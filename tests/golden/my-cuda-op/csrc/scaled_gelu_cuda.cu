@@ -9,13 +9,13 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "scaled_gelu.h"
+#include "scaled_gelu_gpu.h"
 #include "scaled_gelu_math.h"
 
 namespace my_cuda_op {
@@ -31,7 +31,8 @@ struct Shape {
 };
 
 // The shape per dtype and direction (forward: 1 input, backward: 2), measured with the generated
-// benchmark on two GPUs that differ in how fast memory feeds each SM (fast_memory_per_sm below).
+// benchmark on two GPUs that differ in how fast memory feeds each SM (fast_memory_per_sm, in
+// scaled_gelu_gpu.h).
 // A memory-bound kernel keeps each SM's share of the bandwidth busy only with enough bytes in
 // flight, and the H200 needs more of them than the H100.
 // - H100 (25 GB/s an SM): blocks of 512 threads taking one pack each (% of copy forward / backward
@@ -54,10 +55,6 @@ constexpr Shape launch_shape() {
     return std::is_same_v<scalar_t, float> ? Shape{256, 4} : Shape{128, 1};
   }
 }
-
-// Memory bandwidth per SM above which a GPU takes the shapes measured on the H200: peak bandwidth
-// (twice the memory clock, times the bus width) over the SM count; H100 SXM 25 GB/s, H200 37.
-constexpr double kFastMemoryPerSm = 30e9;
 
 // kVec elements moved as one aligned 16-byte (or smaller) access; get(i) and set(i, value) take
 // element i out and put it in. Elements narrower than 32 bits (float16/bfloat16) are held as
@@ -159,22 +156,6 @@ __global__ void elementwise_kernel(Op op, Inputs<scalar_t, kArity> in, scalar_t*
 }
 
 bool is_aligned(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % kVecBytes == 0; }
-
-// Whether the current GPU's memory bandwidth per SM is above kFastMemoryPerSm; asked once per device.
-bool fast_memory_per_sm() {
-  static std::atomic<int> known[C10_COMPILE_TIME_MAX_GPUS];  // 0: not asked yet, 1: no, 2: yes
-  const int device = c10::cuda::current_device();
-  int answer = known[device].load(std::memory_order_relaxed);
-  if (answer == 0) {
-    int clock_khz = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
-    const cudaDeviceProp* gpu = at::cuda::getDeviceProperties(device);
-    const double bytes_per_s = 2.0 * 1e3 * clock_khz * (gpu->memoryBusWidth / 8);
-    answer = bytes_per_s / gpu->multiProcessorCount > kFastMemoryPerSm ? 2 : 1;
-    known[device].store(answer, std::memory_order_relaxed);
-  }
-  return answer == 2;
-}
 
 // Runs elementwise_kernel on the current stream in its launch_shape, one block per shape.threads *
 // shape.packs packs: the hardware hands a new block to an SM as soon as one retires, so no SM

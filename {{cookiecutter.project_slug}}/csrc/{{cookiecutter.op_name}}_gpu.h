@@ -1,0 +1,36 @@
+// How fast the GPU's memory feeds each SM: the one fact about the hardware the kernels' launch
+// code asks for. A memory-bound kernel keeps an SM's share of the bandwidth busy only with enough
+// bytes in flight, and a GPU whose memory is faster per SM needs more of them (the H200 against
+// the H100: the same SMs, 1.4 times the bandwidth), so the launch code takes other shapes there.
+#pragma once
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include <atomic>
+
+namespace {{cookiecutter.package_name}} {
+
+// Memory bandwidth per SM above which a GPU takes the launch shapes measured on the H200: peak
+// bandwidth (twice the memory clock, times the bus width) over the SM count; H100 SXM 25 GB/s,
+// H200 37.
+constexpr double kFastMemoryPerSm = 30e9;
+
+// Whether the current GPU's memory bandwidth per SM is above kFastMemoryPerSm; asked once per
+// device.
+inline bool fast_memory_per_sm() {
+  static std::atomic<int> known[C10_COMPILE_TIME_MAX_GPUS];  // 0: not asked yet, 1: no, 2: yes
+  const int device = c10::cuda::current_device();
+  int answer = known[device].load(std::memory_order_relaxed);
+  if (answer == 0) {
+    int clock_khz = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device));
+    const cudaDeviceProp* gpu = at::cuda::getDeviceProperties(device);
+    const double bytes_per_s = 2.0 * 1e3 * clock_khz * (gpu->memoryBusWidth / 8);
+    answer = bytes_per_s / gpu->multiProcessorCount > kFastMemoryPerSm ? 2 : 1;
+    known[device].store(answer, std::memory_order_relaxed);
+  }
+  return answer == 2;
+}
+
+}  // namespace {{cookiecutter.package_name}}
