@@ -63,7 +63,7 @@ def expected_files(options: dict, package: str, op: str) -> set[str]:
     files = {
         ".clang-format", ".cruft.json", ".github/workflows/ci.yml", ".gitignore", ".pre-commit-config.yaml",
         "LICENSE", "MANIFEST.in", "README.md", "doctor.py", "pyproject.toml", "setup.py", "benchmarks/benchmark.py",
-        f"csrc/{op}.h", f"csrc/{op}.cpp", f"csrc/{op}_cuda.cu", f"csrc/{op}_math.h", "csrc/registration.cpp",
+        f"csrc/{op}.h", f"csrc/{op}.cpp", f"csrc/{op}_cuda.cu", f"csrc/{op}_gpu.h", f"csrc/{op}_math.h", "csrc/registration.cpp",
         f"{package}/__init__.py", f"{package}/_registration.py", f"{package}/modules.py",
         f"{package}/ops.py", f"{package}/py.typed", f"{package}/reference.py",
         "tests/support.py", f"tests/test_{op}.py", "tests/test_properties.py", "tests/test_soak.py",
