@@ -31,9 +31,11 @@ SHAPES = [(1,), (7,), (199, 760), (3, 5, 33), (2, 1025), (64, 4099), (20011, 3),
 {%- if cookiecutter.kernel == 'rowwise' %}
 # Rows at each layout the launch picks from, in every dtype and both directions: held by one block
 # (up to 1024 threads: float64 rows of 16383 forward; more rows than the GPU holds at once: 300),
-# split over a cluster of 2, 4 or 8 blocks (the backward on sm_90 and newer), and wider than 8
-# blocks hold (the wide-row kernels); either side of the forward's short rows (2 packs a thread up
-# to 256 packs a row: 2047 and 2056 16-bit elements).
+# partly in shared memory (forward rows that leave one block alone on its SM, on GPUs with fast
+# memory: float64 16383, float32 32771, 16-bit 65541), split over a cluster of 2, 4 or 8 blocks
+# (the backward on sm_90 and newer), and wider than 8 blocks hold (the wide-row kernels); either
+# side of the forward's short rows (2 packs a thread up to 256 packs a row: 2047 and 2056 16-bit
+# elements).
 SHAPES += [(5, 2047), (5, 2056)]
 SHAPES += [(3, 8191), (2, 8192), (300, 8191), (3, 16383), (3, 16389), (3, 32771), (3, 65541), (3, 131079)]
 SHAPES += [(3, 262153)]
