@@ -71,6 +71,8 @@ def expected_files(options: dict, package: str, op: str) -> set[str]:
     }
     if options["cpu_impl"]:
         files |= {f"csrc/{op}_cpu.h", f"csrc/{op}_cpu.cpp"}
+    if options["kernel"] == "rowwise":
+        files.add(f"csrc/{op}_rows.cuh")
     if options["registration"] == "torch_library":
         files.add("tests/test_opcheck.py")
     if options["float64"]:
