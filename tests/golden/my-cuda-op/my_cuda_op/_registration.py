@@ -1,7 +1,7 @@
-"""Registers scaled_gelu with torch.library: fake kernels and the autograd formula.
+"""Registers the fake kernels of the scaled_gelu ops with torch.library.
 
-The schema and the device kernels are registered in C++ (csrc/registration.cpp) when the
-extension loads; what tracing and autograd need from Python is added here.
+The schema, the device kernels and the autograd formula are registered in C++
+(csrc/registration.cpp) when the extension loads; what tracing needs from Python is added here.
 """
 
 from __future__ import annotations
@@ -33,18 +33,3 @@ def _(x: torch.Tensor, scale: float) -> torch.Tensor:
 @torch.library.register_fake(_BACKWARD)
 def _(grad_out: torch.Tensor, saved: torch.Tensor, scale: float) -> torch.Tensor:
     return saved.new_empty(saved.shape)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    x, scale = inputs
-    ctx.save_for_backward(x)
-    ctx.scale = scale
-
-
-def _backward(ctx, grad_out: torch.Tensor):
-    (saved,) = ctx.saved_tensors
-    return backward(grad_out, saved, ctx.scale), None
-
-
-# The backward is itself a custom op, so torch.compile traces the whole training step as one graph.
-torch.library.register_autograd(_FORWARD, _backward, setup_context=_setup_context)
