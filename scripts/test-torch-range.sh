@@ -33,8 +33,9 @@ for end in $ends; do
   start=$SECONDS
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check)
-  "${pip[@]}" -r <(grep -v '^torch\b' "$root/requirements-dev.txt")
-  "${pip[@]}" --upgrade "$spec"
+  # torch and the build tools only: reference_ops' own `test` extra must bring what its tests
+  # import (in CI this venv is new, so a missing entry fails here).
+  "${pip[@]}" --upgrade "$spec" ninja "$(grep '^setuptools' "$root/requirements-dev.txt")" wheel
   echo "installed in $((SECONDS - start)) s"
   "$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__} (CUDA {torch.version.cuda})")'
   nvcc --version | sed -n 's/.*release \([0-9.]*\),.*/nvcc: CUDA \1/p'
@@ -46,9 +47,12 @@ for end in $ends; do
   tar -C "$root/reference_ops" --exclude=build --exclude='*.so' --exclude='*.egg-info' \
       --exclude=__pycache__ --exclude=.hypothesis -cf - . | tar -C "$dir/reference_ops" -xf -
   start=$SECONDS
-  "${pip[@]}" --no-build-isolation --no-deps -e "$dir/reference_ops"
+  "${pip[@]}" --no-build-isolation -e "$dir/reference_ops[test]"
   echo "reference_ops built in $((SECONDS - start)) s"
   (cd "$dir/reference_ops" && "$venv/bin/python" -m pytest tests -q -p no:cacheprovider -ra)
+
+  echo "== generator tools (requirements-dev.txt) for the generated projects"
+  "${pip[@]}" -r <(grep -v '^torch\b' "$root/requirements-dev.txt")
 
   echo "== generated projects against torch $end"
   only=()
