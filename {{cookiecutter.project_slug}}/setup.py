@@ -2,7 +2,8 @@
 
 Environment:
   TORCH_CUDA_ARCH_LIST  GPU architectures to build for, e.g. "9.0" or "8.0;9.0+PTX". When unset, the
-                        GPUs of this machine, or DEFAULT_ARCH_LIST on a machine without one.
+                        GPUs of this machine (the dev loop: one architecture, the fastest build), or
+                        DEFAULT_ARCH_LIST on a machine without one (CI, wheels for others' GPUs).
   DEBUG=1               -O0 with host and device debug info (-g -G), for cuda-gdb and compute-sanitizer.
   MAX_JOBS              parallel compile jobs for ninja.
 """
@@ -16,8 +17,11 @@ import torch
 from setuptools import setup
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
 
-# Ampere and Hopper machine code, plus PTX that newer GPUs compile when the module loads.
-DEFAULT_ARCH_LIST = "8.0;9.0+PTX"
+# The GPUs CUDA 13 serves: machine code for Ampere (8.0: A100; 8.6: RTX 30, A10, A40, which also runs on
+# Ada's 8.9), Hopper (9.0: H100, H200), Blackwell datacenter (10.0: B200, GB200, and B300's 10.3) and
+# consumer (12.0: RTX 50, RTX PRO 6000), plus PTX of the newest, which later GPUs compile when the module
+# loads. `python doctor.py archs` checks that a built extension holds them.
+DEFAULT_ARCH_LIST = "8.0;8.6;9.0;10.0;12.0+PTX"
 # torch_library builds use only the stable Python ABI: one wheel serves every Python >= 3.10.
 PY_LIMITED_API = {{cookiecutter.__torch_library}}
 DEBUG = os.environ.get("DEBUG", "0") == "1"
@@ -58,9 +62,12 @@ def torch_requirement() -> str:
     """The torch release this build compiles against, as the package's requirement.
 
     The extension links libtorch's C++ API, which changes between torch releases, so a wheel runs only
-    with the release it was built with: its metadata says so (`torch==2.11.*`), and pip refuses to
-    install it beside another torch instead of failing at import. A source build (sdist, `pip install
-    -e .`) compiles against the torch already installed, so the pin always names that one.
+    with the release it was built with: its metadata says so (`torch==2.11.*`). pip treats that as a
+    requirement to satisfy, not a reason to stop: installing the wheel into an environment with another
+    torch uninstalls that torch and installs the pinned release (with its CUDA libraries). It refuses
+    only when the same command also names the torch to keep (`pip install the.whl torch==2.15.0`, or a
+    constraints file). A source build (sdist, `pip install -e .`) compiles against the torch already
+    installed, so the pin always names that one.
     """
     release = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
     if release < OLDEST_TORCH:
