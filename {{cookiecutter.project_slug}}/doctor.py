@@ -474,7 +474,7 @@ def audit_abi(expect_none: bool, given: str | None) -> int:
     by_namespace: dict[str, int] = {}
     listed = sorted(
         (LIBTORCH_NAMESPACES[LIBTORCH_SYMBOL.match(symbol)[1]], readable)
-        for symbol, readable in zip(libtorch, demangle(libtorch))
+        for symbol, readable in zip(libtorch, demangle(libtorch), strict=True)
     )
     for namespace, readable in listed:
         by_namespace[namespace] = by_namespace.get(namespace, 0) + 1
@@ -503,7 +503,9 @@ def audit_abi(expect_none: bool, given: str | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command")
     archs = commands.add_parser("archs", help="audit: SASS for each architecture of the list, PTX where it says +PTX")
     archs.add_argument("--arch-list", help="e.g. '8.0;9.0+PTX' (default: TORCH_CUDA_ARCH_LIST, else setup.py's)")
