@@ -11,8 +11,10 @@
 // float32 residual stream (LLaMA-style models under autocast keep the stream in float32); y (and
 // so dy) has R's dtype, or x's beside a float32 stream (out_dtype: the next sublayer's dtype). Rows
 // are held in registers: `threads_per_row` threads (a power of two) of `packs` 16-byte packs of R
-// each. Shapes these kernels do not take (widths not a multiple of R's pack, pointers not 16-byte
-// aligned, rows wider than their registers hold) return false to the caller (norm.cpp), which
+// each. plan_add_fwd / plan_add_bwd (norm_plan.cpp) pick the variant (kAddFwdVariants /
+// kAddBwdVariants in norm_plan.h) and its launch shape; only the planned variants are built. Shapes
+// these kernels do not take (kSeparate: widths not a multiple of R's pack, pointers not aligned to
+// their packs, rows wider than their registers hold) return false to the caller (norm.cpp), which
 // then adds and normalises with the separate kernels.
 
 #include <ATen/core/Tensor.h>
@@ -30,49 +32,12 @@ namespace reference_ops {
 namespace cuda {
 namespace {
 
-// Bytes of acc_t per row tensor a thread holds (16 floats, 8 doubles): the forward keeps h, the
-// backward dy, xhat, g and the running weight / bias gradients; more spills.
-constexpr int kMaxAccBytes = 64;
-// CTA sizes: rows narrower than this share a CTA; the backward's cap leaves it 128 registers.
-constexpr int kAddNormCtaThreads = 256;
-constexpr int kFwdMaxThreads = 1024;
-// Threads a row is first tried on: rows that need more at kAddNormTargetPacks packs a thread take
-// more packs a thread where their slices still fit (float32 rows of 4097-8192, float64 of
-// 2049-4096: 4 packs instead of 2), so that two CTAs share an SM and one's loads are in flight
-// while the other reduces; a 1024-thread CTA of 2 packs (38 registers) is alone on its SM. H100,
-// 8192 wide, % of copy: LayerNorm bf16 x + float32 stream 84.5 -> 98.0, float32 94.1 -> 98.7,
-// RMSNorm bf16 x + float32 stream 93.6 -> 97.9 (float32 99.2 -> 98.6).
-constexpr int kFwdSharedSmThreads = 512;
-// Calls of one wave or less: rows of up to this many threads, in CTAs of up to as many, and up to
-// this many packs a thread.
-constexpr int kFwdEarlyMaxThreads = 512;
-constexpr int kFwdEarlyMaxPacks = 2;
-constexpr int kBwdMaxThreads = 512;
-// Packs per thread a row is spread at (fewer for narrow rows, up to the register limits above).
-constexpr int kAddNormTargetPacks = 2;
+// The launch limits (kAdd*, add_*) are norm_plan.h's, shared with the planner.
 
+// Elements of a pack of R (and of every tensor beside it).
 template <typename R>
 constexpr int pack_elems() {
-  return kPackBytes / static_cast<int>(sizeof(R));
-}
-
-template <typename R>
-constexpr int max_elems() {
-  return kMaxAccBytes / static_cast<int>(sizeof(at::opmath_type<R>));
-}
-
-// The backward's packs per thread: one (8 elements) for a 16-bit stream, at up to two CTAs of
-// kBwdMaxThreads an SM (64 registers), so that twice as many threads have their loads in flight
-// (H100, bfloat16 65536x1024: LayerNorm 78 -> 86 % of copy, RMSNorm 92 -> 94.5); float32 slices
-// held to 64 registers spill (RMSNorm 16384x4096: 97.5 -> 91.8), so they keep kAddNormTargetPacks
-// at up to 128 registers.
-template <typename R>
-constexpr int bwd_target_packs() {
-  return sizeof(R) == 2 ? 1 : kAddNormTargetPacks;
-}
-template <typename R, int kPacks>
-constexpr int bwd_min_blocks() {
-  return sizeof(R) == 2 && kPacks == 1 ? 2 : 1;
+  return add_vec(static_cast<int>(sizeof(R)));
 }
 
 // A pack of R's element count in any dtype: x's (8 bytes for 16-bit x beside a float32 stream),
@@ -132,12 +97,12 @@ __device__ __forceinline__ void row_sums(U (&v)[kN], int group, ReduceScratch<U,
 // One row per group of `threads_per_row` threads: load x and residual (all packs in flight), store
 // h = x + residual rounded to R and keep it (as the normalisation must see the h that is saved),
 // then the row's statistics from registers (LayerNorm: mean, then the exact sum of squares about
-// it) and y = (h - mean) * rstd * weight + bias. kEarly (calls of one wave or less, as at decode
-// time, which are latency-bound; one or two packs a thread): weight and bias are loaded with x and
-// residual, so the output waits for one round trip to memory instead of two; their registers cost
-// occupancy, which such a call does not use.
-template <typename T, typename R, typename W, typename Y, Norm kNorm, int kPacks, bool kEarly>
-__global__ void __launch_bounds__(kEarly ? kFwdEarlyMaxThreads : kFwdMaxThreads, 1)
+// it) and y = (h - mean) * rstd * weight + bias. kFewRows (kEarly: calls of one wave or less, as at
+// decode time, which are latency-bound; one or two packs a thread): weight and bias are loaded with
+// x and residual, so the output waits for one round trip to memory instead of two; their registers
+// cost occupancy, which such a call does not use.
+template <typename T, typename R, typename W, typename Y, Norm kNorm, int kPacks, AddFwdVariant kVariant>
+__global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
     add_norm_fwd_kernel(const T* __restrict__ x, const R* __restrict__ residual, const W* __restrict__ weight,
                         const W* __restrict__ bias, R* __restrict__ h, Y* __restrict__ y,
                         at::opmath_type<R>* __restrict__ mean_out, at::opmath_type<R>* __restrict__ rstd_out,
@@ -146,8 +111,8 @@ __global__ void __launch_bounds__(kEarly ? kFwdEarlyMaxThreads : kFwdMaxThreads,
   using acc_t = at::opmath_type<R>;
   constexpr int kVec = pack_elems<R>();
   constexpr bool kRms = kNorm == Norm::kRms;
-  static_assert(kPacks * kVec <= max_elems<R>(), "a row slice in registers");
-  static_assert(!kEarly || kPacks <= kFwdEarlyMaxPacks, "early parameters: one or two packs a thread");
+  constexpr bool kEarly = add_fwd_traits(kVariant).early;
+  static_assert(add_fwd_kernel_exists(kVariant, kPacks, sizeof(R)), "a planned variant (a row slice in registers)");
   __shared__ Scratch<R> scratch;
 
   // A row group is a power of two threads: its row by shifts. A division by the runtime group size
@@ -292,10 +257,9 @@ __global__ void __launch_bounds__(kEarly ? kFwdEarlyMaxThreads : kFwdMaxThreads,
 // register; the two passes unpack them in different forms, so ptxas does not keep the floats of the
 // first across the reduction), all three loaded before the row's reduction so that they are in
 // flight together, and computes xhat and g twice, for the row's sums and for the output (floats of
-// xhat and g held across the reduction would take 16-32 more registers). H100, bf16+fp32
-// 16384x4096: 82 -> 97.5 % of copy.
+// xhat and g held across the reduction would take 16-32 more registers).
 template <typename T, typename R, typename W, typename Y, Norm kNorm, int kPacks>
-__global__ void __launch_bounds__(kBwdMaxThreads, (bwd_min_blocks<R, kPacks>()))
+__global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(R), kPacks)))
     add_norm_bwd_kernel(const Y* __restrict__ dy, const R* __restrict__ dh, const R* __restrict__ h,
                         const at::opmath_type<R>* __restrict__ mean, const at::opmath_type<R>* __restrict__ rstd,
                         const W* __restrict__ weight, R* __restrict__ dsum, T* __restrict__ dx,
@@ -306,19 +270,19 @@ __global__ void __launch_bounds__(kBwdMaxThreads, (bwd_min_blocks<R, kPacks>()))
   constexpr bool kRms = kNorm == Norm::kRms;
   // Slices kept as loaded, dh with them (see above); LayerNorm's widest float32 / float64 slices (64
   // bytes each), whose dbias sums leave no room for that (it spills), keep floats of xhat and g
-  // instead and load dh after the wait. A 16-bit stream's two packs fit as raw words (H200, bf16
-  // 8192x8192: 63 -> 73.5 % of copy).
-  constexpr bool kKeepPacks = kRms || sizeof(R) == 2 || kPacks * kVec * static_cast<int>(sizeof(acc_t)) < kMaxAccBytes;
-  static_assert(kPacks * kVec <= max_elems<R>(), "a row slice in registers");
+  // instead and load dh after the wait. A 16-bit stream's two packs fit as raw words.
+  constexpr bool kKeepPacks =
+      kRms || sizeof(R) == 2 || kPacks * kVec * static_cast<int>(sizeof(acc_t)) < kAddMaxAccBytes;
+  static_assert(add_bwd_kernel_exists(AddBwdVariant::kRows, kPacks, sizeof(R)),
+                "a planned variant (a row slice in registers)");
   __shared__ Scratch<R> scratch;
   // The CTA's column sums (dweight's, and dbias' for LayerNorm), one row per row group, added into
-  // one partial row each at the end. Several groups share a CTA only in CTAs of kAddNormCtaThreads
-  // threads; a thread takes more than bwd_target_packs packs only in rows of kBwdMaxThreads
+  // one partial row each at the end. Several groups share a CTA only in CTAs of kAddCtaThreads
+  // threads; a thread takes more than add_bwd_target_packs packs only in rows of kAddBwdMaxThreads
   // threads, one group a CTA.
-  constexpr bool kOneGroup = kPacks > bwd_target_packs<R>();
+  constexpr bool kOneGroup = kPacks > add_bwd_target_packs(sizeof(R));
   constexpr int kSums = kRms ? 1 : 2;
-  __shared__ alignas(alignof(PackOf<acc_t, R>))
-      acc_t staging[kOneGroup ? 1 : kSums * kAddNormCtaThreads * kPacks * kVec];
+  __shared__ alignas(alignof(PackOf<acc_t, R>)) acc_t staging[kOneGroup ? 1 : kSums * kAddCtaThreads * kPacks * kVec];
 
   const int group = threads_per_row;
   const int groups_per_cta = blockDim.x / group;
@@ -465,108 +429,121 @@ __global__ void __launch_bounds__(kBwdMaxThreads, (bwd_min_blocks<R, kPacks>()))
 // Launch
 // -----------------------------------------------------------------------------
 
-// How a row is spread: `threads` threads of `packs` packs each. packs == 0: not taken.
-struct AddNormShape {
-  int threads = 0;
-  int packs = 0;
-};
-
-AddNormShape add_norm_shape(int64_t cols, int vec, int max_elems, int max_threads, int target_packs) {
-  if (cols % vec != 0) {
-    return {};
-  }
-  const RowConfig rc = choose_row_config(cols / vec, target_packs, max_threads);
-  if (rc.packs_per_thread * vec > max_elems ||
-      static_cast<int64_t>(rc.packs_per_thread) * rc.threads_per_row * vec < cols) {
-    return {};
-  }
-  return {rc.threads_per_row, rc.packs_per_thread};
-}
-
-// Whether a tensor (absent: yes) starts at a multiple of its pack of R's element count: 16 bytes
-// for the stream's tensors, 8 for a 16-bit x beside a float32 stream, 32 for float32 parameters
-// beside a 16-bit stream.
-template <typename U, typename R>
-bool pack_aligned(const at::Tensor& t) {
-  return !t.defined() || is_aligned(t.data_ptr(), static_cast<int64_t>(sizeof(PackOf<U, R>)));
-}
+// A tensor's address (0: absent), for the planner's alignment checks.
+uintptr_t address(const at::Tensor& t) { return t.defined() ? reinterpret_cast<uintptr_t>(t.data_ptr()) : 0; }
 
 template <typename T, typename R, typename W, typename Y>
 bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& bias,
                 at::Tensor& h, at::Tensor& y, at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps,
-                bool rms) {
+                Norm norm) {
   using acc_t = at::opmath_type<R>;
-  constexpr int kVec = pack_elems<R>();
-  AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kFwdSharedSmThreads, kAddNormTargetPacks);
-  if (rs.packs == 0) {
-    rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kFwdMaxThreads, kAddNormTargetPacks);
-  }
-  if (rs.packs == 0 || !pack_aligned<T, R>(x) || !pack_aligned<R, R>(residual) || !pack_aligned<W, R>(weight) ||
-      !pack_aligned<W, R>(bias) || !pack_aligned<R, R>(h) || !pack_aligned<Y, R>(y)) {
+  const AddFwdCall call{shape.rows,
+                        shape.cols,
+                        static_cast<int>(sizeof(T)),
+                        static_cast<int>(sizeof(R)),
+                        static_cast<int>(sizeof(W)),
+                        static_cast<int>(sizeof(Y)),
+                        norm,
+                        address(x),
+                        address(residual),
+                        address(weight),
+                        address(bias),
+                        address(h),
+                        address(y)};
+  const AddFwdPlan plan = plan_add_fwd(call, device_limits());
+  if (plan.variant == AddFwdVariant::kSeparate) {
     return false;
   }
-  if (shape.rows == 0) {
+  if (plan.grid == 0) {
     return true;
   }
-  int threads = rs.threads;
-  int packs = rs.packs;
-  int cta = std::max(rs.threads, kAddNormCtaThreads);
-  // Calls of one wave or less (a few rows, as at decode time) are latency-bound: one pack a thread
-  // (the shortest chains of conversions and adds; two for rows wider than kFwdEarlyMaxThreads
-  // packs, whose reduction over 32 warps would cost more), weight and bias loaded with x (kEarly),
-  // and the rows spread over the SMs, one a CTA where there are SMs enough, in CTAs of up to
-  // kFwdEarlyMaxThreads threads (larger ones hold fewer rows in flight than two CTAs an SM would).
-  // H100, bfloat16 8x512: RMSNorm 2.56 -> 1.84 us, LayerNorm 2.75 -> 2.02.
-  const AddNormShape one = add_norm_shape(shape.cols, kVec, max_elems<R>(), kFwdEarlyMaxThreads, 1);
-  const int64_t sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const int64_t rows_per_cta = next_pow2(ceil_div(shape.rows, sms));
-  const bool early =
-      one.packs > 0 && one.packs <= kFwdEarlyMaxPacks && rows_per_cta * one.threads <= kFwdEarlyMaxThreads;
-  if (early) {
-    threads = one.threads;
-    packs = one.packs;
-    cta = static_cast<int>(std::max<int64_t>(rows_per_cta * one.threads, kWarpSize));
-  }
-  const int64_t grid = ceil_div(shape.rows, cta / threads);
   auto* mean_p = mean.defined() ? mean.data_ptr<acc_t>() : nullptr;
   auto* rstd_p = rstd.defined() ? rstd.data_ptr<acc_t>() : nullptr;
-  packs_switch(packs, [&](auto packs_c) {
-    constexpr int kP = decltype(packs_c)::value;
-    if constexpr (kP * kVec <= max_elems<R>()) {
-      BOOL_SWITCH(rms, kRms, [&] {
-        BOOL_SWITCH(early, kEarly, [&] {
-          constexpr Norm kN = kRms ? Norm::kRms : Norm::kLayerNorm;
-          constexpr bool kE = kEarly && kP <= kFwdEarlyMaxPacks;  // `early` holds only then
-          add_norm_fwd_kernel<T, R, W, Y, kN, kP, kE><<<grid, cta, 0, at::cuda::getCurrentCUDAStream()>>>(
+  bool launched = false;
+  BOOL_SWITCH(plan.norm == Norm::kRms, kRms, [&] {
+    BOOL_SWITCH(plan.variant == AddFwdVariant::kFewRows, kFewRows, [&] {
+      constexpr Norm kN = kRms ? Norm::kRms : Norm::kLayerNorm;
+      constexpr AddFwdVariant kV = kFewRows ? AddFwdVariant::kFewRows : AddFwdVariant::kRows;
+      packs_switch(plan.packs_per_thread, [&](auto packs_c) {
+        constexpr int kP = decltype(packs_c)::value;
+        if constexpr (add_fwd_kernel_exists(kV, kP, sizeof(R))) {
+          add_norm_fwd_kernel<T, R, W, Y, kN, kP, kV><<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
               reinterpret_cast<const T*>(x.data_ptr()), reinterpret_cast<const R*>(residual.data_ptr()),
               weight.defined() ? reinterpret_cast<const W*>(weight.data_ptr()) : nullptr,
               bias.defined() ? reinterpret_cast<const W*>(bias.data_ptr()) : nullptr,
               reinterpret_cast<R*>(h.data_ptr()), reinterpret_cast<Y*>(y.data_ptr()), mean_p, rstd_p, shape.rows,
-              static_cast<int>(shape.cols), threads, acc_t(1) / static_cast<acc_t>(shape.cols),
+              static_cast<int>(shape.cols), plan.threads_per_row, acc_t(1) / static_cast<acc_t>(shape.cols),
               static_cast<acc_t>(eps));
-        });
+          launched = true;
+        }
       });
-    }
+    });
   });
+  TORCH_CHECK(launched, "reference_ops: internal error, no fused forward kernel for variant ",
+              add_fwd_variant_name(plan.variant), " at ", plan.packs_per_thread, " packs per thread");
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
 
+// Calls f(kernel) with the compiled backward kernel that `k` names; false when that kernel is not
+// built (no plan names one).
+template <typename T, typename R, typename W, typename Y, typename F>
+bool with_bwd_kernel(const AddBwdKernel& k, F&& f) {
+  bool found = false;
+  BOOL_SWITCH(k.norm == Norm::kRms, kRms, [&] {
+    packs_switch(k.packs, [&](auto packs_c) {
+      constexpr int kP = decltype(packs_c)::value;
+      if constexpr (add_bwd_kernel_exists(AddBwdVariant::kRows, kP, sizeof(R))) {
+        if (k.variant == AddBwdVariant::kRows) {
+          f(add_norm_bwd_kernel < T, R, W, Y, kRms ? Norm::kRms : Norm::kLayerNorm, kP >);
+          found = true;
+        }
+      }
+    });
+  });
+  return found;
+}
+
+// The runtime's occupancy of the compiled backward kernels, for plan_add_bwd (kept per kernel and
+// CTA size by resident_blocks: the query costs the host microseconds).
+template <typename T, typename R, typename W, typename Y>
+class RuntimeAddBwdOccupancy final : public AddBwdOccupancy {
+ public:
+  int64_t resident_ctas(const AddBwdKernel& k, int threads) const override {
+    int64_t resident = 0;
+    const bool found =
+        with_bwd_kernel<T, R, W, Y>(k, [&](auto kernel) { resident = resident_blocks(kernel, threads, 0); });
+    TORCH_CHECK(found, "reference_ops: internal error, no fused backward kernel for variant ",
+                add_bwd_variant_name(k.variant), " at ", k.packs, " packs per thread");
+    return resident;
+  }
+};
+
 template <typename T, typename R, typename W, typename Y>
 bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h, const at::Tensor& mean,
                 const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dsum, at::Tensor& dx, at::Tensor& dweight,
-                at::Tensor& dbias, NormShape shape, bool rms) {
+                at::Tensor& dbias, NormShape shape, Norm norm) {
   using acc_t = at::opmath_type<R>;
-  constexpr int kVec = pack_elems<R>();
-  const AddNormShape rs = add_norm_shape(shape.cols, kVec, max_elems<R>(), kBwdMaxThreads, bwd_target_packs<R>());
-  if (rs.packs == 0 || !pack_aligned<Y, R>(dy) || !pack_aligned<R, R>(dh) || !pack_aligned<R, R>(h) ||
-      !pack_aligned<W, R>(weight) || !pack_aligned<R, R>(dsum) || !pack_aligned<T, R>(dx)) {
+  const AddBwdCall call{shape.rows,
+                        shape.cols,
+                        static_cast<int>(sizeof(T)),
+                        static_cast<int>(sizeof(R)),
+                        static_cast<int>(sizeof(W)),
+                        static_cast<int>(sizeof(Y)),
+                        norm,
+                        dweight.defined(),
+                        dbias.defined(),
+                        address(dy),
+                        address(dh),
+                        address(h),
+                        address(weight),
+                        address(dsum),
+                        address(dx)};
+  const AddBwdPlan plan = plan_add_bwd(call, device_limits(), RuntimeAddBwdOccupancy<T, R, W, Y>());
+  if (plan.variant == AddBwdVariant::kSeparate) {
     return false;
   }
-  const int cta = std::max(rs.threads, kAddNormCtaThreads);
-  const int groups_per_cta = cta / rs.threads;
-  const bool sums = dweight.defined() || dbias.defined();
-  if (shape.rows == 0) {
+  if (plan.grid == 0) {
     if (dweight.defined()) {
       dweight.zero_();
     }
@@ -575,43 +552,32 @@ bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
     }
     return true;
   }
-  auto run = [&](auto kernel) {
-    // As many CTAs as are resident at once (each row group's column sums are one row of the
-    // partial table), fewer for calls of fewer rows.
-    const int64_t grid =
-        std::max<int64_t>(1, std::min(ceil_div(shape.rows, groups_per_cta), resident_blocks(kernel, cta, 0)));
-    const bool both = dweight.defined() && dbias.defined();
-    at::Tensor partial;
-    if (sums) {
-      partial = at::empty({both ? 2 : 1, grid, shape.cols}, h.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-    }
-    acc_t* pw = dweight.defined() ? partial.data_ptr<acc_t>() : nullptr;
-    acc_t* pb = dbias.defined() ? partial.data_ptr<acc_t>() + (pw ? grid * shape.cols : 0) : nullptr;
-    kernel<<<grid, cta, 0, at::cuda::getCurrentCUDAStream()>>>(
+  // One partial row of each column sum a CTA.
+  const bool both = dweight.defined() && dbias.defined();
+  at::Tensor partial;
+  if (plan.sum_parts > 0) {
+    partial = at::empty({both ? 2 : 1, plan.sum_parts, shape.cols},
+                        h.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  }
+  acc_t* pw = dweight.defined() ? partial.data_ptr<acc_t>() : nullptr;
+  acc_t* pb = dbias.defined() ? partial.data_ptr<acc_t>() + (pw ? plan.sum_parts * shape.cols : 0) : nullptr;
+  const bool launched = with_bwd_kernel<T, R, W, Y>({plan.variant, plan.norm, plan.packs_per_thread}, [&](auto kernel) {
+    kernel<<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
         reinterpret_cast<const Y*>(dy.data_ptr()), dh.defined() ? reinterpret_cast<const R*>(dh.data_ptr()) : nullptr,
         reinterpret_cast<const R*>(h.data_ptr()), mean.defined() ? mean.data_ptr<acc_t>() : nullptr,
         rstd.data_ptr<acc_t>(), weight.defined() ? reinterpret_cast<const W*>(weight.data_ptr()) : nullptr,
         reinterpret_cast<R*>(dsum.data_ptr()), dx.defined() ? reinterpret_cast<T*>(dx.data_ptr()) : nullptr, pw, pb,
-        shape.rows, static_cast<int>(shape.cols), rs.threads);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (sums) {
-      const int sm_count = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-      W* out0 = reinterpret_cast<W*>(dweight.defined() ? dweight.data_ptr() : dbias.data_ptr());
-      W* out1 = both ? reinterpret_cast<W*>(dbias.data_ptr()) : nullptr;
-      launch_column_sums(partial.const_data_ptr<acc_t>(), out0, both ? pb : nullptr, out1, grid, shape.cols,
-                         column_sum_vec(shape.cols, sizeof(acc_t), both, sm_count), at::cuda::getCurrentCUDAStream());
-    }
-  };
-  packs_switch(rs.packs, [&](auto packs_c) {
-    constexpr int kP = decltype(packs_c)::value;
-    if constexpr (kP * kVec <= max_elems<R>()) {
-      if (rms) {
-        run(add_norm_bwd_kernel<T, R, W, Y, Norm::kRms, kP>);
-      } else {
-        run(add_norm_bwd_kernel<T, R, W, Y, Norm::kLayerNorm, kP>);
-      }
-    }
+        shape.rows, static_cast<int>(shape.cols), plan.threads_per_row);
   });
+  TORCH_CHECK(launched, "reference_ops: internal error, no fused backward kernel for variant ",
+              add_bwd_variant_name(plan.variant), " at ", plan.packs_per_thread, " packs per thread");
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (plan.sum_parts > 0) {
+    W* out0 = reinterpret_cast<W*>(dweight.defined() ? dweight.data_ptr() : dbias.data_ptr());
+    W* out1 = both ? reinterpret_cast<W*>(dbias.data_ptr()) : nullptr;
+    launch_column_sums(partial.const_data_ptr<acc_t>(), out0, both ? pb : nullptr, out1, plan.sum_parts, shape.cols,
+                       plan.sum_vec, at::cuda::getCurrentCUDAStream());
+  }
   return true;
 }
 
@@ -655,7 +621,8 @@ bool add_norm_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Ten
                        using R = decltype(r);
                        using W = decltype(w);
                        using Y = decltype(o);
-                       fused = launch_fwd<T, R, W, Y>(x, residual, weight, bias, h, y, mean, rstd, shape, eps, rms);
+                       fused = launch_fwd<T, R, W, Y>(x, residual, weight, bias, h, y, mean, rstd, shape, eps,
+                                                      rms ? Norm::kRms : Norm::kLayerNorm);
                      });
   return fused;
 }
@@ -671,8 +638,8 @@ bool add_norm_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& 
                        using R = decltype(r);
                        using W = decltype(w);
                        using Y = decltype(o);
-                       fused =
-                           launch_bwd<T, R, W, Y>(dy, dh, h, mean, rstd, weight, dsum, dx, dweight, dbias, shape, rms);
+                       fused = launch_bwd<T, R, W, Y>(dy, dh, h, mean, rstd, weight, dsum, dx, dweight, dbias, shape,
+                                                      rms ? Norm::kRms : Norm::kLayerNorm);
                      });
   return fused;
 }

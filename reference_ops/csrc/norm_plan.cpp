@@ -437,4 +437,125 @@ BwdPlan plan_bwd(const BwdCall& a, const DeviceLimits& device, const BwdOccupanc
   return plan;
 }
 
+// -----------------------------------------------------------------------------
+// Fused residual ops
+// -----------------------------------------------------------------------------
+
+const char* add_fwd_variant_name(AddFwdVariant v) {
+  switch (v) {
+    case AddFwdVariant::kRows:
+      return "add_rows";
+    case AddFwdVariant::kFewRows:
+      return "add_few_rows";
+    case AddFwdVariant::kSeparate:
+      return "separate";
+  }
+  return "?";
+}
+
+const char* add_bwd_variant_name(AddBwdVariant v) {
+  switch (v) {
+    case AddBwdVariant::kRows:
+      return "add_rows";
+    case AddBwdVariant::kSeparate:
+      return "separate";
+  }
+  return "?";
+}
+
+namespace {
+
+// A row of `cols` elements in packs of `vec` on at most `max_threads` threads at about
+// `target_packs` packs each; {0, 0} when the width is not a multiple of the pack or a thread's
+// slice would pass `max_packs`.
+RowConfig add_row_config(int64_t cols, int vec, int max_packs, int max_threads, int target_packs) {
+  if (cols % vec != 0) {
+    return {0, 0};
+  }
+  const RowConfig rc = choose_row_config(cols / vec, target_packs, max_threads);
+  if (rc.packs_per_thread > max_packs || static_cast<int64_t>(rc.packs_per_thread) * rc.threads_per_row * vec < cols) {
+    return {0, 0};
+  }
+  return rc;
+}
+
+// Whether an address (0: an absent tensor) starts at a multiple of a pack of `vec` elements of
+// `bytes` each: 16 bytes for the stream's tensors, 8 for a 16-bit x beside a float32 stream, 32 for
+// float32 parameters beside a 16-bit stream.
+bool pack_aligned(uintptr_t address, int bytes, int vec) {
+  return address % (static_cast<uintptr_t>(bytes) * static_cast<uintptr_t>(vec)) == 0;
+}
+
+}  // namespace
+
+AddFwdPlan plan_add_fwd(const AddFwdCall& a, const DeviceLimits& device) {
+  AddFwdPlan plan;
+  plan.norm = a.norm;
+  const int vec = add_vec(a.r_bytes);
+  const int max_packs = add_max_packs(a.r_bytes);
+  RowConfig rc = add_row_config(a.cols, vec, max_packs, kAddFwdSharedSmThreads, kAddTargetPacks);
+  if (rc.packs_per_thread == 0) {
+    rc = add_row_config(a.cols, vec, max_packs, kAddFwdMaxThreads, kAddTargetPacks);
+  }
+  const bool aligned = pack_aligned(a.x, a.x_bytes, vec) && pack_aligned(a.residual, a.r_bytes, vec) &&
+                       pack_aligned(a.weight, a.param_bytes, vec) && pack_aligned(a.bias, a.param_bytes, vec) &&
+                       pack_aligned(a.h, a.r_bytes, vec) && pack_aligned(a.y, a.y_bytes, vec);
+  if (rc.packs_per_thread == 0 || !aligned) {
+    return plan;
+  }
+  plan.variant = AddFwdVariant::kRows;
+  plan.vec = vec;
+  plan.packs_per_thread = rc.packs_per_thread;
+  plan.threads_per_row = rc.threads_per_row;
+  plan.threads = std::max(rc.threads_per_row, kAddCtaThreads);
+  // Calls of one wave or less (a few rows, as at decode time) are latency-bound: one pack a thread
+  // (the shortest chains of conversions and adds; two for rows wider than kAddFewRowsMaxThreads
+  // packs, whose reduction over 32 warps would cost more), weight and bias loaded with x, and the
+  // rows spread over the SMs, one a CTA where there are SMs enough, in CTAs of up to
+  // kAddFewRowsMaxThreads threads.
+  const RowConfig one = add_row_config(a.cols, vec, max_packs, kAddFewRowsMaxThreads, 1);
+  const int64_t rows_per_cta = next_pow2(ceil_div(a.rows, device.sm_count));
+  if (one.packs_per_thread > 0 && one.packs_per_thread <= kAddFewRowsMaxPacks &&
+      rows_per_cta * one.threads_per_row <= kAddFewRowsMaxThreads) {
+    plan.variant = AddFwdVariant::kFewRows;
+    plan.packs_per_thread = one.packs_per_thread;
+    plan.threads_per_row = one.threads_per_row;
+    plan.threads = static_cast<int>(std::max<int64_t>(rows_per_cta * one.threads_per_row, kWarpSize));
+  }
+  plan.grid = ceil_div(a.rows, plan.threads / plan.threads_per_row);
+  return plan;
+}
+
+AddBwdPlan plan_add_bwd(const AddBwdCall& a, const DeviceLimits& device, const AddBwdOccupancy& occupancy) {
+  AddBwdPlan plan;
+  plan.norm = a.norm;
+  const int vec = add_vec(a.r_bytes);
+  const RowConfig rc =
+      add_row_config(a.cols, vec, add_max_packs(a.r_bytes), kAddBwdMaxThreads, add_bwd_target_packs(a.r_bytes));
+  const bool aligned = pack_aligned(a.dy, a.y_bytes, vec) && pack_aligned(a.dh, a.r_bytes, vec) &&
+                       pack_aligned(a.h, a.r_bytes, vec) && pack_aligned(a.weight, a.param_bytes, vec) &&
+                       pack_aligned(a.dsum, a.r_bytes, vec) && pack_aligned(a.dx, a.x_bytes, vec);
+  if (rc.packs_per_thread == 0 || !aligned) {
+    return plan;
+  }
+  plan.variant = AddBwdVariant::kRows;
+  plan.vec = vec;
+  plan.packs_per_thread = rc.packs_per_thread;
+  plan.threads_per_row = rc.threads_per_row;
+  plan.threads = std::max(rc.threads_per_row, kAddCtaThreads);
+  if (a.rows == 0) {
+    return plan;
+  }
+  // As many CTAs as are resident at once (each CTA's column sums are one row of the partial
+  // table), fewer for calls of fewer rows.
+  const AddBwdKernel kernel{plan.variant, a.norm, plan.packs_per_thread};
+  plan.grid = std::max<int64_t>(1, std::min(ceil_div(a.rows, plan.threads / plan.threads_per_row),
+                                            occupancy.resident_ctas(kernel, plan.threads)));
+  if (a.dweight || a.dbias) {
+    plan.sum_parts = plan.grid;
+    plan.sum_vec = column_sum_vec(a.cols, bwd_acc_bytes(a.r_bytes), a.dweight && a.dbias, device.sm_count);
+  }
+  return plan;
+}
+
 }  // namespace reference_ops

@@ -1,7 +1,7 @@
-// The forward's and the backward's kernel variants, as named data, and the function of each that
-// plans a call: which variant runs and with what launch shape. Plain C++ (no CUDA runtime, no
-// ATen), so that the planning is unit-tested on the CPU (tests/test_plan.py builds
-// tests/plan_test.cpp with g++).
+// The kernel variants of the forward, the backward and the fused residual ops' two directions, as
+// named data, and the function of each that plans a call: which variant runs and with what launch
+// shape. Plain C++ (no CUDA runtime, no ATen), so that the planning is unit-tested on the CPU
+// (tests/test_plan.py builds tests/plan_test.cpp with g++).
 #pragma once
 
 #include <cstdint>
@@ -441,5 +441,234 @@ int column_sum_vec(int64_t cols, int acc_bytes, bool both, int sm_count);
 // to stage, the register kernel, or the two-pass kernels past its reach (single elements unless
 // both the pointers and N allow packs).
 BwdPlan plan_bwd(const BwdCall& call, const DeviceLimits& device, const BwdOccupancy& occupancy);
+
+// -----------------------------------------------------------------------------
+// Fused residual ops (add_norm.cu): limits shared by the planner and the kernels
+// -----------------------------------------------------------------------------
+
+// The fused kernels work in 16-byte packs of the residual stream's dtype R (r_bytes): x, weight,
+// bias and y are read and written in packs of as many elements, whatever their own dtype.
+REFERENCE_OPS_HOST_DEVICE constexpr int add_vec(int r_bytes) { return kPackBytes / r_bytes; }
+
+// Bytes of accumulators a thread holds per row tensor (16 floats, 8 doubles): the forward keeps h,
+// the backward dy, xhat, g and the running weight / bias gradients; more spills.
+constexpr int kAddMaxAccBytes = 64;
+
+// Packs of R one thread holds: 2 for a 16-bit stream, 4 for float32 and float64.
+REFERENCE_OPS_HOST_DEVICE constexpr int add_max_packs(int r_bytes) {
+  return kAddMaxAccBytes / bwd_acc_bytes(r_bytes) / add_vec(r_bytes);
+}
+
+// CTA size below which rows share a CTA (both directions); the backward's staging of column sums
+// is sized for it.
+constexpr int kAddCtaThreads = 256;
+// The forward's largest CTA, and the one a row is first tried on: rows that need more threads at
+// kAddTargetPacks packs a thread take more packs a thread where their slices still fit (float32
+// rows of 4097-8192, float64 of 2049-4096: 4 packs instead of 2), so that two CTAs share an SM and
+// one's loads are in flight while the other reduces; a 1024-thread CTA of 2 packs is alone on its
+// SM.
+constexpr int kAddFwdMaxThreads = 1024;
+constexpr int kAddFwdSharedSmThreads = 512;
+// Calls of one wave or less: rows of up to this many threads, in CTAs of up to as many (larger
+// ones hold fewer rows in flight than two CTAs an SM would), at up to this many packs a thread.
+constexpr int kAddFewRowsMaxThreads = 512;
+constexpr int kAddFewRowsMaxPacks = 2;
+// The backward's largest CTA.
+constexpr int kAddBwdMaxThreads = 512;
+// Packs per thread a row is spread at (fewer for narrow rows, up to add_max_packs).
+constexpr int kAddTargetPacks = 2;
+
+// The backward's packs per thread: one for a 16-bit stream, at up to two CTAs of kAddBwdMaxThreads
+// an SM (64 registers), so that twice as many threads have their loads in flight; float32 slices
+// held to 64 registers spill, so they keep kAddTargetPacks at up to 128 registers.
+REFERENCE_OPS_HOST_DEVICE constexpr int add_bwd_target_packs(int r_bytes) { return r_bytes == 2 ? 1 : kAddTargetPacks; }
+// The backward kernel's CTAs an SM at launch bounds (two for a 16-bit stream at one pack a thread).
+REFERENCE_OPS_HOST_DEVICE constexpr int add_bwd_min_blocks(int r_bytes, int packs) {
+  return r_bytes == 2 && packs == 1 ? 2 : 1;
+}
+
+// -----------------------------------------------------------------------------
+// Fused residual ops: variants
+// -----------------------------------------------------------------------------
+
+// What each fused forward variant is for. kSeparate is the documented fallback: shapes the fused
+// kernel does not take (widths not a multiple of R's pack, pointers not aligned to their packs,
+// rows wider than a thread's registers hold on kAddFwdMaxThreads threads) are added and then
+// normalised by the separate kernels (at::add, then norm_fwd's planned variants; norm.cpp).
+enum class AddFwdVariant : int {
+  kRows,     // rows held in registers on a power-of-two group of threads
+  kFewRows,  // calls of one wave or less: weight and bias loaded with x and residual
+  kSeparate  // not fused: the add, then norm_fwd
+};
+
+// The compile-time shape of a fused forward variant. add_norm_fwd_kernel reads it.
+struct AddFwdTraits {
+  AddFwdVariant variant;
+  bool fused;           // add_norm_fwd_kernel (else the separate kernels)
+  bool early;           // weight and bias loaded together with x and residual
+  int max_threads;      // the kernel's launch bound: its largest CTA
+  unsigned packs_mask;  // packs per thread it is built for (bit p for 2^p), up to add_max_packs
+};
+
+// clang-format off
+constexpr AddFwdTraits kAddFwdVariants[] = {
+//  variant                   fused  early  threads                 packs
+  {AddFwdVariant::kRows,      true,  false, kAddFwdMaxThreads,      kPacks1 | kPacks2 | kPacks4},
+  {AddFwdVariant::kFewRows,   true,  true,  kAddFewRowsMaxThreads,  kPacks1 | kPacks2},
+  {AddFwdVariant::kSeparate,  false, false, 0,                      0u},
+};
+// clang-format on
+constexpr int kAddFwdVariantCount = static_cast<int>(sizeof(kAddFwdVariants) / sizeof(kAddFwdVariants[0]));
+
+REFERENCE_OPS_HOST_DEVICE constexpr AddFwdTraits add_fwd_traits(AddFwdVariant v) {
+  return kAddFwdVariants[static_cast<int>(v)];
+}
+
+// Whether add_norm_fwd_kernel is built for this variant, packs per thread and stream dtype size
+// (for both norms): the packs plan_add_fwd produces, no more (tests/plan_test.cpp checks both ways).
+REFERENCE_OPS_HOST_DEVICE constexpr bool add_fwd_kernel_exists(AddFwdVariant v, int packs, int r_bytes) {
+  const AddFwdTraits t = add_fwd_traits(v);
+  return t.fused && (t.packs_mask & static_cast<unsigned>(packs)) != 0 && packs <= add_max_packs(r_bytes);
+}
+
+const char* add_fwd_variant_name(AddFwdVariant v);
+
+// What each fused backward variant is for. kSeparate, as in the forward: the separate kernels
+// (norm_bwd's planned variants, then the gradient of h added; norm.cpp) for the shapes the fused
+// kernel does not take.
+enum class AddBwdVariant : int {
+  kRows,     // a persistent grid of row groups, rows and column sums in registers
+  kSeparate  // not fused: norm_bwd, then the add of dh
+};
+
+struct AddBwdTraits {
+  AddBwdVariant variant;
+  bool fused;           // add_norm_bwd_kernel (else the separate kernels)
+  int max_threads;      // the kernel's launch bound
+  unsigned packs_mask;  // packs per thread it is built for (bit p for 2^p), up to add_max_packs
+};
+
+// clang-format off
+constexpr AddBwdTraits kAddBwdVariants[] = {
+//  variant                   fused  threads            packs
+  {AddBwdVariant::kRows,      true,  kAddBwdMaxThreads, kPacks1 | kPacks2 | kPacks4},
+  {AddBwdVariant::kSeparate,  false, 0,                 0u},
+};
+// clang-format on
+constexpr int kAddBwdVariantCount = static_cast<int>(sizeof(kAddBwdVariants) / sizeof(kAddBwdVariants[0]));
+
+REFERENCE_OPS_HOST_DEVICE constexpr AddBwdTraits add_bwd_traits(AddBwdVariant v) {
+  return kAddBwdVariants[static_cast<int>(v)];
+}
+
+// Whether add_norm_bwd_kernel is built for this variant, packs per thread and stream dtype size
+// (for both norms).
+REFERENCE_OPS_HOST_DEVICE constexpr bool add_bwd_kernel_exists(AddBwdVariant v, int packs, int r_bytes) {
+  const AddBwdTraits t = add_bwd_traits(v);
+  return t.fused && (t.packs_mask & static_cast<unsigned>(packs)) != 0 && packs <= add_max_packs(r_bytes);
+}
+
+const char* add_bwd_variant_name(AddBwdVariant v);
+
+// -----------------------------------------------------------------------------
+// Fused residual ops: planning
+// -----------------------------------------------------------------------------
+
+// One fused forward call: shape, the dtype sizes of x, of the residual stream R (h's), of the
+// parameters and of y, the norm, and the addresses of x, residual, weight, bias, h and y (0 for an
+// absent parameter).
+struct AddFwdCall {
+  int64_t rows;
+  int64_t cols;
+  int x_bytes;
+  int r_bytes;
+  int param_bytes;
+  int y_bytes;
+  Norm norm;
+  uintptr_t x;
+  uintptr_t residual;
+  uintptr_t weight;
+  uintptr_t bias;
+  uintptr_t h;
+  uintptr_t y;
+};
+
+// The variant and its launch shape: `grid` CTAs of `threads` threads, rows of threads_per_row
+// threads (a power of two) at packs_per_thread packs of R each, threads / threads_per_row rows a
+// CTA. grid is 0 for a call of no rows (nothing to launch).
+struct AddFwdPlan {
+  AddFwdVariant variant = AddFwdVariant::kSeparate;
+  Norm norm = Norm::kLayerNorm;
+  int vec = 1;  // elements per pack (of R, and of every tensor beside it)
+  int packs_per_thread = 0;
+  int threads_per_row = 0;
+  int threads = 0;
+  int64_t grid = 0;
+};
+
+// The one place that picks the fused forward's kernel: with every pointer aligned to its pack and a
+// width that is a multiple of R's pack, rows on at most kAddFwdSharedSmThreads threads (then
+// kAddFwdMaxThreads) while they fit in the registers; kFewRows for calls of one wave or less, one
+// pack a thread (two for rows wider than kAddFewRowsMaxThreads packs), the rows spread over the
+// SMs; otherwise kSeparate.
+AddFwdPlan plan_add_fwd(const AddFwdCall& call, const DeviceLimits& device);
+
+// One fused backward call: shape, dtype sizes (x: the dtype of x's gradient, R's when it writes
+// none of its own), the norm, which parameter gradients are asked for, and the addresses of dy,
+// dh, h, weight, dsum (the gradient of h) and dx (0 for an absent one).
+struct AddBwdCall {
+  int64_t rows;
+  int64_t cols;
+  int x_bytes;
+  int r_bytes;
+  int param_bytes;
+  int y_bytes;
+  Norm norm;
+  bool dweight;
+  bool dbias;
+  uintptr_t dy;
+  uintptr_t dh;
+  uintptr_t h;
+  uintptr_t weight;
+  uintptr_t dsum;
+  uintptr_t dx;
+};
+
+// A compiled fused backward kernel the planner asks the occupancy of.
+struct AddBwdKernel {
+  AddBwdVariant variant;
+  Norm norm;
+  int packs;
+};
+
+// The occupancy of the compiled kernels: the runtime's answers in add_norm.cu, a model in the tests.
+class AddBwdOccupancy {
+ public:
+  virtual ~AddBwdOccupancy() = default;
+  // CTAs of `threads` threads resident on the whole GPU at once, at least one an SM.
+  virtual int64_t resident_ctas(const AddBwdKernel& kernel, int threads) const = 0;
+};
+
+// The variant and its launch shape: a persistent grid of `grid` CTAs of `threads` threads, rows of
+// threads_per_row threads at packs_per_thread packs of R each; then, when sum_parts > 0,
+// column_sum_kernel adds sum_parts partial rows (one a CTA) into dweight / dbias, sum_vec columns
+// a thread. grid is 0 for a call of no rows (the launcher zeroes dweight / dbias).
+struct AddBwdPlan {
+  AddBwdVariant variant = AddBwdVariant::kSeparate;
+  Norm norm = Norm::kLayerNorm;
+  int vec = 1;
+  int packs_per_thread = 0;
+  int threads_per_row = 0;
+  int threads = 0;
+  int64_t grid = 0;
+  int64_t sum_parts = 0;
+  int sum_vec = 1;
+};
+
+// The one place that picks the fused backward's kernel: with every pointer aligned to its pack and
+// a width that is a multiple of R's pack, rows on at most kAddBwdMaxThreads threads at
+// add_bwd_target_packs packs a thread while they fit in the registers, on as many CTAs as are
+// resident at once (fewer for calls of fewer rows); otherwise kSeparate.
+AddBwdPlan plan_add_bwd(const AddBwdCall& call, const DeviceLimits& device, const AddBwdOccupancy& occupancy);
 
 }  // namespace reference_ops

@@ -1,6 +1,7 @@
-"""The forward and backward planners (csrc/norm_plan.cpp) on the CPU: plan_test.cpp, built with
-the host's C++ compiler, checks that named shapes map to their variants and that no width falls
-through to a kernel that is not built. Needs no GPU and no build of the extension."""
+"""The planners (csrc/norm_plan.cpp) of the forward, the backward and the fused residual ops' two
+directions on the CPU: plan_test.cpp, built with the host's C++ compiler, checks that named shapes
+map to their variants, that no width falls through to a kernel that is not built and that every
+built kernel is planned. Needs no GPU and no build of the extension."""
 
 from __future__ import annotations
 
