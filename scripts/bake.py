@@ -58,28 +58,6 @@ def render(options: dict, output_dir: Path, **answers) -> Path:
                              extra_context={**options, **answers}))
 
 
-def expected_files(options: dict, package: str, op: str) -> set[str]:
-    """Every file a project with these options must contain, and nothing else."""
-    files = {
-        ".clang-format", ".cruft.json", ".github/workflows/ci.yml", ".gitignore", ".pre-commit-config.yaml",
-        "LICENSE", "MANIFEST.in", "README.md", "doctor.py", "pyproject.toml", "setup.py", "benchmarks/benchmark.py",
-        f"csrc/{op}.h", f"csrc/{op}.cpp", f"csrc/{op}_cuda.cu", f"csrc/{op}_gpu.h", f"csrc/{op}_math.h", "csrc/registration.cpp",
-        f"{package}/__init__.py", f"{package}/_registration.py", f"{package}/modules.py",
-        f"{package}/ops.py", f"{package}/py.typed", f"{package}/reference.py",
-        "tests/support.py", f"tests/test_{op}.py", "tests/test_properties.py", "tests/test_soak.py",
-        "tests/test_multi_gpu.py", "tests/test_ddp.py",
-    }
-    if options["cpu_impl"]:
-        files |= {f"csrc/{op}_cpu.h", f"csrc/{op}_cpu.cpp"}
-    if options["kernel"] == "rowwise":
-        files.add(f"csrc/{op}_rows.cuh")
-    if options["registration"] == "torch_library":
-        files.add("tests/test_opcheck.py")
-    if options["float64"]:
-        files.add("tests/test_gradcheck.py")
-    return files
-
-
 def torch_cxx_standard() -> str:
     """The -std flag torch.utils.cpp_extension gives the extensions it builds: c++20 from torch 2.12
     (current torch headers need it), c++17 before. For compile commands written by hand; the

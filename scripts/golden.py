@@ -36,7 +36,7 @@ LAYOUT_NOTES = {
     "MANIFEST.in": "what the sdist carries (csrc/, tests, benchmark, doctor.py)",
     "README.md": "build, wheel, test, benchmark, updates, troubleshooting",
     "benchmarks/benchmark.py": "CUDA-graph timing, GB/s and % of copy bandwidth, host cost; --csv, --plot",
-    "csrc/registration.cpp": "TORCH_LIBRARY, TORCH_LIBRARY_IMPL and the autograd Function, or PYBIND11_MODULE",
+    "csrc/_registration.cpp": "TORCH_LIBRARY, TORCH_LIBRARY_IMPL and the autograd Function, or PYBIND11_MODULE",
     "csrc/scaled_gelu.cpp": "input checks and device routing: the op's checked entry points",
     "csrc/scaled_gelu.h": "the entry points' declarations",
     "csrc/scaled_gelu_cpu.cpp": "CPU kernels (cpu_impl)",
@@ -56,7 +56,7 @@ LAYOUT_NOTES = {
     "tests/test_multi_gpu.py": "op on cuda:1 while cuda:0 is current and back, on that device's stream",
     "tests/test_opcheck.py": "torch.library.opcheck on both ops (torch_library)",
     "tests/test_properties.py": "property-based: random shapes, layouts, dtypes, devices",
-    "tests/test_scaled_gelu.py": "reference per dtype, torch.compile, streams, CUDA graphs, bad input",
+    "tests/test_op.py": "reference per dtype, torch.compile, streams, CUDA graphs, bad input",
     "tests/test_soak.py": "10,000 calls: memory flat, results identical",
 }
 

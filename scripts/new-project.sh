@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders a new op project from this template and builds it (command 1 of the README).
-#   bash scripts/new-project.sh [--output-dir DIR] [key=value ...]
+#   bash scripts/new-project.sh [--output-dir DIR] [-f] [--replay] [--no-build] [key=value ...]
 # In a terminal cookiecutter asks each question; otherwise it takes the defaults and any key=value.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,40 @@ def built_project(tmp_path_factory):
         return cache[name]
 
     return build
+
+
+# cookiecutter releases the hook tests run under: the oldest supported, pinned in
+# requirements-dev.txt and installed in .venv, and the newest on PyPI, installed on first use into
+# .cookiecutter-newest (delete the folder to pick up a later release).
+NEWEST_COOKIECUTTER = ROOT / ".cookiecutter-newest"
+
+
+@dataclass(frozen=True)
+class CookiecutterCli:
+    command: tuple[str, ...]
+    env: dict
+
+
+def cookiecutter_cli_for(release: str) -> CookiecutterCli:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if release == "newest":
+        if not (NEWEST_COOKIECUTTER / "cookiecutter").is_dir():
+            subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                            "--upgrade", "--target", str(NEWEST_COOKIECUTTER), "cookiecutter"], check=True)
+        env["PYTHONPATH"] = str(NEWEST_COOKIECUTTER)
+    return CookiecutterCli((sys.executable, "-m", "cookiecutter"), env)
+
+
+@pytest.fixture(scope="session", params=["oldest", "newest"])
+def cookiecutter_cli(request) -> CookiecutterCli:
+    return cookiecutter_cli_for(request.param)
+
+
+@pytest.fixture(scope="session")
+def cookiecutter_versions() -> dict[str, str]:
+    versions = {}
+    for release in ("oldest", "newest"):
+        cli = cookiecutter_cli_for(release)
+        versions[release] = subprocess.run([*cli.command, "--version"], env=cli.env, capture_output=True, text=True,
+                                           check=True).stdout.split()[1]
+    return versions

@@ -31,7 +31,7 @@ def include_flags() -> list[str]:
 def defines(source: Path, options: dict) -> list[str]:
     """The defines setup.py passes; the stable-ABI one only matters where Python.h is included."""
     flags = ["-DTORCH_EXTENSION_NAME=_C", "-DTORCH_API_INCLUDE_EXTENSION_H"]
-    if options["registration"] == "torch_library" and source.name == "registration.cpp":
+    if options["registration"] == "torch_library" and source.name == "_registration.cpp":
         flags.append("-DPy_LIMITED_API=0x030A0000")
     return flags
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-import {{cookiecutter.package_name}}
-from {{cookiecutter.package_name}}.reference import {{cookiecutter.op_name}}_reference
+import {{cookiecutter.package_name}} as package
+from {{cookiecutter.package_name}}.reference import {{cookiecutter.op_name}}_reference as reference
 
 BUILT_DTYPES = [{{cookiecutter.__py_dtypes}}]
 DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in BUILT_DTYPES}
@@ -232,9 +232,9 @@ def summary(rows: list[dict], op: str) -> list[str]:
 def check(dtype: torch.dtype, x: torch.Tensor) -> None:
     """Refuse to time a kernel that disagrees with the float64 reference on this input."""
     sample = x[:64].detach()
-    expected = {{cookiecutter.op_name}}_reference(sample.double(), SCALE).to(dtype)
+    expected = reference(sample.double(), SCALE).to(dtype)
     tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(dtype, 2e-5)
-    actual = {{cookiecutter.package_name}}.{{cookiecutter.op_name}}(sample, SCALE)
+    actual = package.{{cookiecutter.op_name}}(sample, SCALE)
     torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
 
 
@@ -264,9 +264,9 @@ def main() -> None:
     device = torch.cuda.get_device_name()
     print(f"{device}, torch {torch.__version__}, copy bandwidth {copy_gbs:.0f} GB/s")
     implementations = {
-        "{{cookiecutter.op_name}}": {{cookiecutter.package_name}}.{{cookiecutter.op_name}},
-        "eager": {{cookiecutter.op_name}}_reference,
-        "compile": torch.compile({{cookiecutter.op_name}}_reference, dynamic=False),
+        "{{cookiecutter.op_name}}": package.{{cookiecutter.op_name}},
+        "eager": reference,
+        "compile": torch.compile(reference, dynamic=False),
     }
     header = f"{'dtype':>9} {'shape':>12} {'impl':>18} {'fwd GB/s':>9} {'fwd %':>6} {'bwd GB/s':>9} {'bwd %':>6}"
     rows = []

@@ -11,7 +11,7 @@
 #include "{{cookiecutter.op_name}}_cpu.h"
 {%- endif %}
 
-namespace {{cookiecutter.package_name}} {
+namespace {{cookiecutter.__ns}} {
 namespace {
 
 // The dtypes this project was generated with; the kernels are dispatched for exactly these.
@@ -79,4 +79,4 @@ at::Tensor {{cookiecutter.op_name}}_bwd(const at::Tensor& grad_out, const at::Te
 {%- endif %}
 }
 
-}  // namespace {{cookiecutter.package_name}}
+}  // namespace {{cookiecutter.__ns}}

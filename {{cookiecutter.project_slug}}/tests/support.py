@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import {{cookiecutter.package_name}}
+import {{cookiecutter.package_name}} as package
 from {{cookiecutter.package_name}}._registration import backward as raw_backward  # noqa: F401
 from {{cookiecutter.package_name}}.reference import {{cookiecutter.op_name}}_reference as reference  # noqa: F401
 
-op = {{cookiecutter.package_name}}.{{cookiecutter.op_name}}
+op = package.{{cookiecutter.op_name}}
 
 # The answers this project was generated with.
 KERNEL = "{{cookiecutter.kernel}}"

@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from support import CPU_IMPL
+from support import CPU_IMPL, package
 
-import {{cookiecutter.package_name}}
 
 STEPS = 50
 GLOBAL_BATCH = 8
@@ -36,7 +35,7 @@ class TinyModel(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.inp = torch.nn.Linear(FEATURES, HIDDEN)
-        self.act = {{cookiecutter.package_name}}.{{cookiecutter.__class_name}}(scale=0.75)
+        self.act = package.{{cookiecutter.__class_name}}(scale=0.75)
         self.out = torch.nn.Linear(HIDDEN, OUTPUTS)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -15,6 +15,7 @@ from support import (
     TOLERANCES,
     UNSUPPORTED_DTYPES,
     op,
+    package,
     poison_allocator,
     random_input,
     raw_backward,
@@ -23,7 +24,6 @@ from support import (
     shape_id,
 )
 
-import {{cookiecutter.package_name}}
 
 # Odd sizes on purpose: single elements, lengths that are not a multiple of the vector width,
 # more rows or elements than the GPU holds at once, and a row wider than a block.
@@ -96,7 +96,7 @@ def test_masked_rows_match_reference(device, dtype, width):
 {% endif -%}
 @pytest.mark.parametrize("device", DEVICES)
 def test_module_matches_function(device):
-    module = {{cookiecutter.package_name}}.{{cookiecutter.__class_name}}(scale=SCALE)
+    module = package.{{cookiecutter.__class_name}}(scale=SCALE)
     x = random_input((9, 31), torch.float32, device)
     torch.testing.assert_close(module(x), op(x, SCALE), rtol=0, atol=0)
     assert f"scale={SCALE}" in repr(module)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .ops import {{cookiecutter.op_name}}
+from . import ops as _ops
 
 
 class {{cookiecutter.__class_name}}(torch.nn.Module):
@@ -18,7 +18,7 @@ class {{cookiecutter.__class_name}}(torch.nn.Module):
         self.scale = float(scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return {{cookiecutter.op_name}}(x, self.scale)
+        return _ops.{{cookiecutter.op_name}}(x, self.scale)
 
     def extra_repr(self) -> str:
         return f"scale={self.scale}"

@@ -6,12 +6,12 @@ import torch
 
 try:  # the compiled extension (csrc/), which _registration connects to torch
     from . import _C  # noqa: F401
-except ImportError as err:  # not built, or built for another Python or torch: Python's own message misleads
+except ImportError as _error:  # not built, or built for another Python or torch: Python's own message misleads
     raise ImportError(
         "{{cookiecutter.package_name}}._C, the compiled extension, did not load. Build it for this Python and torch: "
         "pip install --no-build-isolation -e . (python doctor.py checks the tools); an extension built for "
-        f"another Python or torch version must be rebuilt. ({err})"
-    ) from err
+        f"another Python or torch version must be rebuilt. ({_error})"
+    ) from _error
 
 from . import _registration
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import torch
 
-import my_cuda_op
-from my_cuda_op.reference import scaled_gelu_reference
+import my_cuda_op as package
+from my_cuda_op.reference import scaled_gelu_reference as reference
 
 BUILT_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 DTYPES = {str(dtype).removeprefix("torch."): dtype for dtype in BUILT_DTYPES}
@@ -232,9 +232,9 @@ def summary(rows: list[dict], op: str) -> list[str]:
 def check(dtype: torch.dtype, x: torch.Tensor) -> None:
     """Refuse to time a kernel that disagrees with the float64 reference on this input."""
     sample = x[:64].detach()
-    expected = scaled_gelu_reference(sample.double(), SCALE).to(dtype)
+    expected = reference(sample.double(), SCALE).to(dtype)
     tolerance = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2}.get(dtype, 2e-5)
-    actual = my_cuda_op.scaled_gelu(sample, SCALE)
+    actual = package.scaled_gelu(sample, SCALE)
     torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)
 
 
@@ -264,9 +264,9 @@ def main() -> None:
     device = torch.cuda.get_device_name()
     print(f"{device}, torch {torch.__version__}, copy bandwidth {copy_gbs:.0f} GB/s")
     implementations = {
-        "scaled_gelu": my_cuda_op.scaled_gelu,
-        "eager": scaled_gelu_reference,
-        "compile": torch.compile(scaled_gelu_reference, dynamic=False),
+        "scaled_gelu": package.scaled_gelu,
+        "eager": reference,
+        "compile": torch.compile(reference, dynamic=False),
     }
     header = f"{'dtype':>9} {'shape':>12} {'impl':>18} {'fwd GB/s':>9} {'fwd %':>6} {'bwd GB/s':>9} {'bwd %':>6}"
     rows = []

@@ -9,7 +9,7 @@
 
 #include "scaled_gelu_cpu.h"
 
-namespace my_cuda_op {
+namespace cuop_my_cuda_op {
 namespace {
 
 // The dtypes this project was generated with; the kernels are dispatched for exactly these.
@@ -58,4 +58,4 @@ at::Tensor scaled_gelu_bwd(const at::Tensor& grad_out, const at::Tensor& saved, 
   return scaled_gelu_bwd_cpu(grad_contig, saved_contig, scale);
 }
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

@@ -3,7 +3,12 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace my_cuda_op {
+// Every C++ name of the project is in this namespace, which is also its torch.library namespace
+// (torch.ops.cuop_my_cuda_op). The cuop_ prefix is the project's own: no name declared or
+// macro defined by the headers the sources include (C and C++ libraries, CUDA, pybind11, torch)
+// and no op namespace of torch starts with it, so no package name can make it collide; the
+// template's tests check that prefix against those headers.
+namespace cuop_my_cuda_op {
 
 // Checked entry points, registered as the op: validate the inputs, make them contiguous and run
 // the implementation for their device.
@@ -16,4 +21,4 @@ at::Tensor scaled_gelu_bwd(const at::Tensor& grad_out, const at::Tensor& saved, 
 at::Tensor scaled_gelu_fwd_cuda(const at::Tensor& x, double scale);
 at::Tensor scaled_gelu_bwd_cuda(const at::Tensor& grad_out, const at::Tensor& saved, double scale);
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

@@ -11,7 +11,7 @@
 
 #include "scaled_gelu_math.h"
 
-namespace my_cuda_op {
+namespace cuop_my_cuda_op {
 namespace {
 
 // Elements per parallel task: large enough that scheduling costs little next to the math.
@@ -54,4 +54,4 @@ at::Tensor scaled_gelu_bwd_cpu(const at::Tensor& grad_out, const at::Tensor& sav
   return grad_in;
 }
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

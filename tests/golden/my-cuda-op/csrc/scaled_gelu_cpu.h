@@ -3,9 +3,9 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace my_cuda_op {
+namespace cuop_my_cuda_op {
 
 at::Tensor scaled_gelu_fwd_cpu(const at::Tensor& x, double scale);
 at::Tensor scaled_gelu_bwd_cpu(const at::Tensor& grad_out, const at::Tensor& saved, double scale);
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

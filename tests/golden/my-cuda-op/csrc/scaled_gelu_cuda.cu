@@ -18,7 +18,7 @@
 #include "scaled_gelu_gpu.h"
 #include "scaled_gelu_math.h"
 
-namespace my_cuda_op {
+namespace cuop_my_cuda_op {
 namespace {
 
 // Bytes per vector access: 16 bytes compile to one LDG.128 / STG.128 per thread.
@@ -254,4 +254,4 @@ at::Tensor scaled_gelu_bwd_cuda(const at::Tensor& grad_out, const at::Tensor& sa
   return grad_in;
 }
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

@@ -9,7 +9,7 @@
 
 #include <atomic>
 
-namespace my_cuda_op {
+namespace cuop_my_cuda_op {
 
 // Memory bandwidth per SM above which a GPU takes the launch shapes measured on the H200: peak
 // bandwidth (twice the memory clock, times the bus width) over the SM count; H100 SXM 25 GB/s,
@@ -33,4 +33,4 @@ inline bool fast_memory_per_sm() {
   return answer == 2;
 }
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <type_traits>
 
-namespace my_cuda_op {
+namespace cuop_my_cuda_op {
 
 // exp and division in float on the GPU use the hardware's approximations (one MUFU instruction
 // each, relative error near 1e-6 here) instead of the correctly rounded library functions (about
@@ -120,4 +120,4 @@ struct ScaledGeluBackward {
   }
 };
 
-}  // namespace my_cuda_op
+}  // namespace cuop_my_cuda_op

@@ -1,7 +1,7 @@
 """Registers the fake kernels of the scaled_gelu ops with torch.library.
 
 The schema, the device kernels and the autograd formula are registered in C++
-(csrc/registration.cpp) when the extension loads; what tracing needs from Python is added here.
+(csrc/_registration.cpp) when the extension loads; what tracing needs from Python is added here.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import torch
 
 from . import _C  # noqa: F401  (loading the library runs its TORCH_LIBRARY registrations)
 
-_ops = torch.ops.my_cuda_op
-_FORWARD = "my_cuda_op::scaled_gelu_fwd"
-_BACKWARD = "my_cuda_op::scaled_gelu_bwd"
+_ops = torch.ops.cuop_my_cuda_op
+_FORWARD = "cuop_my_cuda_op::scaled_gelu_fwd"
+_BACKWARD = "cuop_my_cuda_op::scaled_gelu_bwd"
 
 
 def forward(x: torch.Tensor, scale: float) -> torch.Tensor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .ops import scaled_gelu
+from . import ops as _ops
 
 
 class ScaledGelu(torch.nn.Module):
@@ -18,7 +18,7 @@ class ScaledGelu(torch.nn.Module):
         self.scale = float(scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return scaled_gelu(x, self.scale)
+        return _ops.scaled_gelu(x, self.scale)
 
     def extra_repr(self) -> str:
         return f"scale={self.scale}"

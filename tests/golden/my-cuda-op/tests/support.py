@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import my_cuda_op
+import my_cuda_op as package
 from my_cuda_op._registration import backward as raw_backward  # noqa: F401
 from my_cuda_op.reference import scaled_gelu_reference as reference  # noqa: F401
 
-op = my_cuda_op.scaled_gelu
+op = package.scaled_gelu
 
 # The answers this project was generated with.
 KERNEL = "elementwise"

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support import DEVICES, DTYPES, SCALE, random_input
+from support import DEVICES, DTYPES, SCALE, random_input  # support imports the package: the ops are registered
 
-import my_cuda_op  # noqa: F401  (registers the ops)
-
-OPS = torch.ops.my_cuda_op
+OPS = torch.ops.cuop_my_cuda_op
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])
