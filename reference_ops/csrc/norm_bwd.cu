@@ -373,7 +373,7 @@ __device__ __forceinline__ void staged_load_row(const StagedSlice<kVec, kSpan>& 
   XPack* dst = slot();
   // The tensor's last pack, when it runs past the tensor's end, is copied one element at a time
   // (cp.async reads all 16 bytes even when told to copy fewer).
-  const TailPack tail = kSpan ? tail_pack<kVec>(row, rows, s.cols, s.span, s.pack0) : TailPack{-1, 0};
+  const TailPack tail = kSpan && ok ? tail_pack<kVec>(first, s.packs, rows * s.cols) : TailPack{-1, 0};
   for (int j = s.lane; j < s.packs; j += s.threads_per_row) {
     if (kSpan && j == tail.index) {
       dst[j].load_elems(reinterpret_cast<const T*>(xr + j), tail.elems);

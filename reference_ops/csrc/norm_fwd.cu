@@ -476,7 +476,7 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
   if constexpr (K::kEarlyWeight && K::kFixed) {
     load_early_params(s, ok, weight, bias, param_stride, w_early, b_early);
   }
-  const TailPack tail = K::kSpan ? tail_pack<kVec>(row, rows, width, span, pack0) : TailPack{-1, 0};
+  const TailPack tail = K::kSpan ? tail_pack<kVec>(span.first + pack0, packs, rows * width) : TailPack{-1, 0};
   XPack xp[K::kSlots];
   load_x(s, ok, xr, tail, xp);
   if constexpr (K::kEarlyWeight && !K::kFixed) {

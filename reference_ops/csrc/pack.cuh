@@ -352,21 +352,22 @@ __device__ __forceinline__ P load_param_within(const P* packs, int q, int cols) 
   return out;
 }
 
-// The tensor's last pack when it runs past the tensor's end (N * rows not a
-// multiple of kVec): its index within the row's slice of span packs starting
-// at pack0 (-1 in every row but the last) and its elements inside the tensor.
-// That pack is read one element at a time (RawPack::load_elems), so no load
-// leaves the tensor, whose end may be the end of an allocation (exact-size
-// allocations, DLPack, another framework's memory).
+// The tensor's last pack when it runs past the tensor's end (rows * cols not a multiple of kVec):
+// its index among the `packs` packs that start at pack `first` of the tensor (-1 where it is not
+// one of them), and its elements inside the tensor. Rows narrower than a pack share that pack, so
+// any row may hold it, not only the last. It is read one element at a time
+// (RawPack::load_elems), so no load leaves the tensor, whose end may be the end of an allocation
+// (exact-size allocations, DLPack, another framework's memory).
 struct TailPack {
   int index;
   int elems;
 };
 
 template <int kVec>
-__device__ __forceinline__ TailPack tail_pack(int64_t row, int64_t rows, int64_t cols, const RowSpan& span, int pack0) {
-  const int elems = static_cast<int>(rows * cols % kVec);
-  return {row == rows - 1 && elems != 0 ? span.packs - 1 - pack0 : -1, elems};
+__device__ __forceinline__ TailPack tail_pack(int64_t first, int packs, int64_t tensor_elems) {
+  const int elems = static_cast<int>(tensor_elems % kVec);
+  const int64_t index = tensor_elems / kVec - first;
+  return {elems != 0 && index >= 0 && index < packs ? static_cast<int>(index) : -1, elems};
 }
 
 // Columns c0 .. c0 + kN - 1 of a parameter of `cols` elements (16-byte aligned,
