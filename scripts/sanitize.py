@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,85 +44,9 @@ SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
 RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 
 
-def template_args(text: str, start: int) -> list[str]:
-    """The top-level template arguments of the '<...>' that starts at text[start]."""
-    depth, args, current = 0, [], ""
-    for ch in text[start:]:
-        if ch == "<":
-            depth += 1
-            if depth == 1:
-                continue
-        elif ch == ">":
-            depth -= 1
-            if depth == 0:
-                args.append(current.strip())
-                return args
-        elif ch == "," and depth == 1:
-            args.append(current.strip())
-            current = ""
-            continue
-        current += ch
-    return args
-
-
-def truth(arg: str) -> bool:
-    return arg.split(")")[-1].strip() in ("true", "1")
-
-
-# reference_ops' forward variants in the order of FwdVariant (csrc/norm_plan.h), by family.
-FWD_VARIANTS = [
-    ("kRows", "bounded rows"), ("kRowsSpan", "span rows"), ("kRowsFull", "unbounded rows"),
-    ("kGroup8", "fixed-group rows"), ("kGroup16", "fixed-group rows"), ("kGroup32", "fixed-group rows"),
-    ("kFewRows", "few-row (early parameters) rows"), ("kFewRowsFull", "few-row (early parameters) rows"),
-    ("kCluster", "cluster bounded rows"), ("kClusterSpan", "cluster span rows"),
-    ("kClusterFull", "cluster unbounded rows"),
-]
-
-
-def enum_value(arg: str, names: list[str]) -> int | None:
-    """An enum template argument as its index: `(ns::Enum)3`, `ns::Enum::kName` or `kName`."""
-    value = arg.split(")")[-1].strip()
-    if value.isdigit():
-        return int(value)
-    name = value.split("::")[-1]
-    return names.index(name) if name in names else None
-
-
-def family(kernel: str, args: list[str]) -> str:
-    """The kernel family a reference_ops kernel (or a generated project's) belongs to."""
-    if kernel == "norm_fwd_rows_kernel" and len(args) == 5:  # <T, W, variant, norm, packs>
-        index = enum_value(args[2], [name for name, _ in FWD_VARIANTS])
-        if index is not None and index < len(FWD_VARIANTS):
-            return f"forward {FWD_VARIANTS[index][1]}"
-    if kernel == "norm_bwd_staged_kernel" and len(args) == 5 and "RowLayout" in args[3] + args[4]:
-        return "backward staged" + (" span rows" if enum_value(args[3], ["kAligned", "kSpan"]) == 1 else "")
-    if kernel == "norm_fwd_rows_kernel" and len(args) >= 9:
-        cluster, span, full, group = truth(args[5]), truth(args[6]), truth(args[7]), args[8].split(")")[-1]
-        early = len(args) > 9 and truth(args[9])
-        kind = ("cluster " if cluster else "") + (
-            "span rows" if span else "fixed-group rows" if group.strip() not in ("0", "")
-            else "few-row (early parameters) rows" if early else "unbounded rows" if full else "bounded rows")
-        return f"forward {kind}"
-    if kernel == "norm_bwd_staged_kernel" and len(args) >= 4:
-        return "backward staged" + (" span rows" if truth(args[3]) else "")
-    if kernel == "rowwise_bwd_kernel" and len(args) == 4 and truth(args[3]):
-        return f"{kernel} (a row split over a cluster)"
-    names = {
-        "norm_fwd_uncached_kernel": "forward uncached (unaligned / widest rows)",
-        "span_param_table_kernel": "forward span parameter tables",
-        "norm_bwd_few_rows_kernel": "backward few rows",
-        "norm_bwd_kernel": "backward unstaged (unaligned)",
-        "norm_bwd_row_stats_kernel": "backward wide rows (row statistics)",
-        "norm_bwd_columns_kernel": "backward wide rows (column strips)",
-        "column_sum_kernel": "partial-row sums (norm and fused residual backward)",
-        "add_norm_fwd_kernel": "fused residual forward",
-        "add_norm_bwd_kernel": "fused residual backward",
-    }
-    return names.get(kernel, kernel)
-
-
 def families_in(text: str) -> list[str]:
-    return [family(m.group(1), template_args(text, m.end() - 1)) for m in KERNEL.finditer(text)]
+    """The kernels a sanitizer report names (the name of each `..._kernel<...>` frame)."""
+    return [m.group(1) for m in KERNEL.finditer(text)]
 
 
 @dataclass
@@ -131,9 +56,11 @@ class Run:
     errors: int = 0
     warnings: int = 0
     failed_cases: list[str] = field(default_factory=list)
-    by_family: Counter = field(default_factory=Counter)
+    by_family: Counter = field(default_factory=Counter)  # reports by the kernel they name
+    by_case: Counter = field(default_factory=Counter)  # reports by the case that was running
     aborted: list[int] = field(default_factory=list)  # cases whose fault ended a process
     ok: bool = True
+    cases: int = 0
     note: str = ""
 
 
@@ -148,12 +75,17 @@ def parse(log: str, run: Run) -> None:
         run.errors += sum(int(n) for n in totals)
     else:
         run.ok, run.note = False, "no sanitizer summary"
-    # Each report starts with '========= <what>' and names its kernel in the lines below.
+    # Each report starts with '========= <what>' and names its kernel in the lines below; the case
+    # running is the last one started before it (the cases print to the same stream, flushed).
+    case = "(before the first case)"
     for block in re.split(r"\n========= (?=\S)", log):
         if re.match(r"(Invalid|Uninitialized|Error|Race|Barrier|Program hit|Warning)", block):
             found = families_in(block)
             unnamed = "(CUDA API errors after a fault)" if block.startswith("Program hit") else "(no kernel named)"
             run.by_family[found[0] if found else unnamed] += 1
+            run.by_case[case] += 1
+        started = re.findall(r"^CASE \d+ START (.*)$", block, flags=re.M)
+        case = started[-1] if started else case
     run.failed_cases += re.findall(r"^CASE \d+ FAILED (.*)$", log, flags=re.M)
 
 
@@ -172,7 +104,9 @@ def run_tool(target: str, cases_args: list[str], tool: str, out: Path, env: dict
         except subprocess.TimeoutExpired as expired:
             text = [t.decode(errors="replace") if isinstance(t, bytes) else t or "" for t in (expired.stdout, expired.stderr)]
             logs.append("".join(text))
-            run.ok, run.note = False, f"timed out after {timeout:.0f} s"
+            parse(logs[-1], run)
+            reached = max(map(int, re.findall(r"^CASE (\d+) START", logs[-1], flags=re.M)), default=start)
+            run.ok, run.note = False, f"timed out after {timeout:.0f} s at case {reached} of {run.cases or '?'}"
             break
         log = proc.stdout + proc.stderr
         logs.append(log)
@@ -182,30 +116,33 @@ def run_tool(target: str, cases_args: list[str], tool: str, out: Path, env: dict
             run.ok, run.note = False, f"the cases did not start (exit status {proc.returncode})"
             break
         total = int(counts[0])
-        started = [int(i) for i in re.findall(r"^CASE (\d+) START", log, flags=re.M)]
-        finished = {int(i) for i in re.findall(r"^CASE (\d+) (?:OK|FAILED)", log, flags=re.M)}
-        last = max(started, default=start - 1)
-        if last in finished or last < start:
+        run.cases = total
+        if re.search(r"^\d+ passed, \d+ failed$", log, flags=re.M):
+            break  # the cases ran to their end
+        # A case lost the CUDA context (sanitize_cases.py stops there): go on after it.
+        last = max(map(int, re.findall(r"^CASE (\d+) START", log, flags=re.M)), default=start - 1)
+        if last < start:
+            run.ok, run.note = False, f"no case ran (exit status {proc.returncode})"
             break
         run.aborted.append(last)
         start = last + 1
-    (out / f"{target.replace('/', '-')}-{tool}.log").write_text("\n".join(logs))
+    (out / f"{target.replace(' ', '_').replace('/', '-')}-{tool}.log").write_text("\n".join(logs))
     return run
 
 
-def coverage(cases_args: list[str], env: dict) -> dict[str, int]:
-    """Kernel launches per family when the cases run without a sanitizer (torch.profiler)."""
+def coverage(cases_args: list[str], env: dict, log: Path) -> dict[str, int] | None:
+    """The cases without a sanitizer, values checked: the kernels launched (torch.profiler), by
+    name, or None when a case failed (the log says which)."""
     proc = subprocess.run([sys.executable, str(CASES), *cases_args, "--coverage"], env=env,
                           capture_output=True, text=True, check=False)
+    log.write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
-        print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
-        raise SystemExit(f"ERROR: the cases failed without a sanitizer ({' '.join(cases_args)})")
+        return None
     counts: Counter = Counter()
     for line in proc.stdout.splitlines():
         if line.startswith("KERNEL "):
-            found = families_in(line)
-            if found:
-                counts[found[0]] += 1
+            for found in families_in(line + "<"):
+                counts[found] += 1
     return counts
 
 
@@ -220,11 +157,35 @@ def project_target(project: Path) -> tuple[str, list[str], dict]:
     return f"{project.parent.name}/{project.name}", ["project", "--package", package, "--op", op], env
 
 
+def plan_boundaries(out: Path) -> Path:
+    """The shapes where reference_ops' planners change their answer on this GPU: plan_boundaries.cpp
+    built with the host's C++ compiler and run with the GPU's limits (as csrc/launch.cuh reads them)."""
+    import torch
+
+    ops = HERE.parent / "reference_ops"
+    binary, found = out / "plan_boundaries", out / "plan_boundaries.txt"
+    cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
+    subprocess.run([cxx, "-std=c++17", "-O2", f"-I{ops / 'csrc'}", str(ops / "tests" / "plan_boundaries.cpp"),
+                    str(ops / "csrc" / "norm_plan.cpp"), "-o", str(binary)], check=True)
+    p = torch.cuda.get_device_properties(0)
+    # (torch does not report the shared memory the runtime reserves per CTA: 1 KiB from sm_80 on.)
+    limits = [p.multi_processor_count, p.L2_cache_size, 8 if p.major >= 9 else 1, p.shared_memory_per_block_optin,
+              p.shared_memory_per_multiprocessor, 1024 if p.major >= 8 else 0]
+    with found.open("w") as f:
+        subprocess.run([str(binary), *map(str, limits)], stdout=f, check=True)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, action="append", default=[], help="a built generated project")
     parser.add_argument("--no-reference-ops", action="store_true", help="only the --project targets")
+    parser.add_argument("--sweep", action="store_true",
+                        help="reference_ops: also the exhaustive sweep (every small shape, every planner boundary)")
+    parser.add_argument("--small", action="store_true", help="with --sweep: the small shapes only, no planner boundaries")
+    parser.add_argument("--groups", default="", help="comma-separated sweep groups (default: all; --sweep)")
     parser.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated, of {', '.join(TOOLS)}")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="sanitizer processes at once")
     parser.add_argument("--out", type=Path, default=Path("sanitize-logs"))
     parser.add_argument("--timeout", type=float, default=None, help="seconds allowed to each sanitizer run")
     args = parser.parse_args()
@@ -241,43 +202,79 @@ def main() -> int:
 
     # reference_ops installed, or built in place (its folder on PYTHONPATH finds it there).
     ops_env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HERE.parent / "reference_ops"), os.environ.get("PYTHONPATH")]))}
-    targets = [] if args.no_reference_ops else [("reference_ops", ["reference_ops"], ops_env)]
+    targets = [] if args.no_reference_ops else [("reference_ops", ["reference_ops", "--group", "families"], ops_env)]
+    if args.sweep and not args.no_reference_ops:
+        listed = subprocess.run([sys.executable, str(CASES), "reference_ops", "--list-groups"], capture_output=True,
+                                text=True, check=True).stdout.split()[1:]
+        groups = [g for g in args.groups.split(",") if g] or listed
+        bad = sorted(set(groups) - set(listed))
+        if bad:
+            parser.error(f"unknown sweep groups {bad}; choose from {', '.join(listed)}")
+        found = [] if args.small else ["--boundaries", str(plan_boundaries(args.out))]
+        targets += [(f"sweep {g}", ["reference_ops", "--group", g, *found], ops_env) for g in groups]
     targets += [project_target(p.resolve()) for p in args.project]
-    runs: list[Run] = []
-    launched: dict[str, dict[str, int]] = {}
-    for name, cases_args, extra in targets:
-        env = {**os.environ, **extra}
-        launched[name] = coverage(cases_args, env)
-        for tool in tools:
-            run = run_tool(name, cases_args, tool, args.out, env, sanitizer, args.timeout)
-            runs.append(run)
-            print(f"{name:<24} {tool:<15} errors {run.errors:>4}  warnings {run.warnings:>3}  "
-                  f"failed cases {len(run.failed_cases)}  faults that ended the process {len(run.aborted)}"
-                  f"{'  ' + run.note if run.note else ''}", flush=True)
 
-    # The table: one row per kernel family, one column per tool.
-    print(f"\nErrors per kernel family and tool (-exact: PYTORCH_NO_CUDA_MEMORY_CACHING=1, every tensor its own allocation); "
+    # Without a sanitizer first, values checked against float64 (and the kernels each target
+    # launched counted); then every tool over every target, the sanitizer runs skipping the
+    # comparisons (the first pass made them). Each (target, tool) is its own process.
+    jobs = []
+    for name, cases_args, extra in targets:
+        # One CPU thread a process (the float64 references are small): --jobs processes share the cores.
+        env = {"OMP_NUM_THREADS": "1", **os.environ, **extra}
+        jobs.append(("coverage", name, cases_args, env))
+        jobs += [(tool, name, cases_args, env) for tool in tools]
+    launched: dict[str, dict[str, int]] = {}
+    by_target: dict[str, dict[str, Run]] = defaultdict(dict)
+
+    def work(job):
+        tool, name, cases_args, env = job
+        if tool == "coverage":
+            return job, coverage(cases_args, env, args.out / f"{name.replace(' ', '_').replace('/', '-')}-values.log")
+        no_check = ["--no-check"] if cases_args[0] == "reference_ops" else []
+        return job, run_tool(name, cases_args + no_check, tool, args.out, env, sanitizer, args.timeout)
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for (tool, name, _, _), result in pool.map(work, jobs):
+            if tool == "coverage":
+                launched[name] = result
+                print(f"{name:<40} values         {'ok' if result is not None else 'FAILED'}", flush=True)
+                continue
+            by_target[name][tool] = result
+            print(f"{name:<40} {tool:<15} cases {result.cases:>6}  errors {result.errors:>4}  warnings "
+                  f"{result.warnings:>3}  failed cases {len(result.failed_cases)}  faults that ended the process "
+                  f"{len(result.aborted)}{'  ' + result.note if result.note else ''}", flush=True)
+
+    print(f"\nErrors per target and tool (-exact: PYTORCH_NO_CUDA_MEMORY_CACHING=1, every tensor its own allocation); "
           f"logs in {args.out}/")
-    header = f"| target | kernel family | launches | {' | '.join(tools)} |"
+    header = f"| target | cases | kernels launched | values | {' | '.join(tools)} |"
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    by_target = defaultdict(dict)
-    for run in runs:
-        by_target[run.target][run.tool] = run
     bad = False
+    kernels: Counter = Counter()
     for name, _, _ in targets:
-        fams = sorted(set(launched[name]) | {f for r in by_target[name].values() for f in r.by_family})
-        for fam in fams:
-            cells = [str(by_target[name][t].by_family.get(fam, 0)) for t in tools]
-            print(f"| {name} | {fam} | {launched[name].get(fam, 0)} | {' | '.join(cells)} |")
-        totals = []
+        runs = by_target[name]
+        cells = []
         for t in tools:
-            r = by_target[name][t]
+            r = runs[t]
             bad |= r.errors > 0 or r.warnings > 0 or bool(r.failed_cases) or bool(r.aborted) or not r.ok
             cell = f"{r.errors}" + (f" (+{r.warnings} warnings)" if r.warnings else "")
             cell += "" if r.ok and not r.failed_cases else f" [{r.note or str(len(r.failed_cases)) + ' cases failed'}]"
-            totals.append(cell)
-        print(f"| {name} | **total (sanitizer summary)** | {sum(launched[name].values())} | {' | '.join(totals)} |")
+            cells.append(cell)
+            kernels.update(r.by_family)
+        values = launched[name]
+        bad |= values is None
+        cases = max((r.cases for r in runs.values()), default=0)
+        launches = len(values) if values is not None else "-"
+        print(f"| {name} | {cases} | {launches} | {'ok' if values is not None else 'FAILED'} | {' | '.join(cells)} |")
+    if kernels:
+        print("\nReports by kernel (all tools):")
+        for kernel, n in kernels.most_common():
+            print(f"  {n:>6}  {kernel}")
+        print("\nFirst cases with reports, per target and tool:")
+        for name, _, _ in targets:
+            for t in tools:
+                for case, n in list(by_target[name][t].by_case.items())[:8]:
+                    print(f"  {name} {t}: {case} ({n})")
     print("\nresult:", "FAILED" if bad else "clean")
     return 1 if bad else 0
 

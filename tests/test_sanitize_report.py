@@ -1,5 +1,5 @@
 """scripts/sanitize.py reads compute-sanitizer's reports: errors counted, each given to its kernel
-family, a fault that ended the process noticed. (The sanitizer itself runs on a GPU machine:
+and to the case that ran, a fault that ended the process noticed. (The sanitizer itself runs on a GPU machine:
 reference_ops/tests/test_sanitizer.py and tests/test_sanitize_projects.py.)"""
 
 from __future__ import annotations
@@ -29,15 +29,16 @@ CASE 1 START layer_norm: staged backward, span rows
 """
 
 
-def test_errors_are_counted_and_given_to_their_kernel_family():
+def test_errors_are_counted_and_given_to_their_kernel_and_case():
     run = sanitize.Run("reference_ops", "memcheck-exact")
     sanitize.parse(STAGED_SPAN_READ, run)
     assert run.errors == 3
     assert run.by_family == {
-        "backward staged span rows": 1,
-        "forward span parameter tables": 1,
+        "norm_bwd_staged_kernel": 1,
+        "span_param_table_kernel": 1,
         "(CUDA API errors after a fault)": 1,
     }
+    assert run.by_case == {"layer_norm: staged backward, span rows": 3}
 
 
 def test_a_clean_racecheck_summary_counts_hazards():
@@ -49,19 +50,8 @@ def test_a_clean_racecheck_summary_counts_hazards():
     assert not missing.ok, "a run without a sanitizer summary must not pass as clean"
 
 
-def test_forward_kernel_families_from_template_arguments():
-    name = "norm_fwd_rows_kernel<c10::BFloat16, c10::BFloat16, (int)8, (int)4, (bool)0, (bool)0, (bool)0, (bool)1, (int)16, (bool)0>"
-    assert sanitize.families_in(name) == ["forward fixed-group rows"]
-    span = "void norm_fwd_rows_kernel<float, float, 4, 8, true, true, true, false, 0, false>(...)"
-    assert sanitize.families_in(span) == ["forward cluster span rows"]
-    early = "norm_fwd_rows_kernel<c10::Half, c10::Half, 8, 2, false, false, false, true, 0, true>"
-    assert sanitize.families_in(early) == ["forward few-row (early parameters) rows"]
-
-
-def test_forward_kernel_families_from_named_variants():
-    group = "norm_fwd_rows_kernel<c10::BFloat16, c10::BFloat16, (reference_ops::FwdVariant)4, (reference_ops::Norm)0, (int)4>"
-    assert sanitize.families_in(group) == ["forward fixed-group rows"]
-    span = "void norm_fwd_rows_kernel<float, float, reference_ops::FwdVariant::kClusterSpan, reference_ops::Norm::kRms, 8>(...)"
-    assert sanitize.families_in(span) == ["forward cluster span rows"]
-    staged = "norm_bwd_staged_kernel<c10::Half, c10::Half, (int)4, (reference_ops::RowLayout)1, (reference_ops::Norm)0>"
-    assert sanitize.families_in(staged) == ["backward staged span rows"]
+def test_kernels_are_named_as_the_report_names_them():
+    frame = ("void reference_ops::cuda::<unnamed>::norm_fwd_rows_kernel<c10::BFloat16, c10::BFloat16, "
+             "(reference_ops::FwdVariant)1, (reference_ops::Norm)0, (int)2>(const T1 *, long)+0x10")
+    assert sanitize.families_in(frame) == ["norm_fwd_rows_kernel"]
+    assert sanitize.families_in("no kernel here") == []
