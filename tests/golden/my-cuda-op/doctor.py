@@ -1,6 +1,6 @@
-"""Preflight and audits for my_cuda_op: reports torch and its CUDA version, nvcc, ninja, the GPU and
-its architecture, and the built extension (the architectures inside it), and names the fix for each
-problem; audits what the built extension holds.
+"""Preflight and audits for my_cuda_op: reports torch and its CUDA version, nvcc,
+ninja, the GPU and its architecture, and the built extension (the architectures inside it), and
+names the fix for each problem; audits what the built extension holds.
 
     python doctor.py          # before `pip install --no-build-isolation -e .`, or when an import fails
     python doctor.py archs    # audit: machine code (SASS) for each architecture of the list, PTX where it says +PTX
