@@ -1,6 +1,6 @@
 // The ops' checked entry points: argument checks, contiguous inputs, output allocation, and the
-// call of the implementation for x's device (cpu:: in norm_cpu.cpp, cuda:: in norm_fwd.cu and
-// norm_bwd.cu). registration.cpp registers them as the ops.
+// call of the implementation for x's device (cpu:: in norm_cpu.cpp, cuda:: in norm_fwd.cu,
+// norm_bwd.cu and add_norm.cu). registration.cpp registers them as the ops.
 #include "norm.h"
 
 #include <ATen/EmptyTensor.h>
@@ -10,6 +10,9 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <vector>
+
+#include "norm_cpu.h"
+#include "norm_plan.h"
 
 namespace reference_ops {
 
@@ -141,29 +144,46 @@ void run_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& m
   }
 }
 
+// What a forward entry point asks of norm_fwd / add_norm_fwd: the op (named in its errors), the
+// norm, and whether the statistics a backward needs are kept (rstd, and LayerNorm's mean).
+struct FwdRequest {
+  const char* op;
+  Norm norm;
+  bool stats;
+  bool rms() const { return norm == Norm::kRms; }
+};
+
+constexpr FwdRequest kLayerNormFwd{"layer_norm", Norm::kLayerNorm, /*stats=*/true};
+constexpr FwdRequest kLayerNormInference{"layer_norm", Norm::kLayerNorm, /*stats=*/false};
+constexpr FwdRequest kRmsNormFwd{"rms_norm", Norm::kRms, /*stats=*/true};
+constexpr FwdRequest kRmsNormInference{"rms_norm", Norm::kRms, /*stats=*/false};
+constexpr FwdRequest kAddLayerNormFwd{"add_layer_norm", Norm::kLayerNorm, /*stats=*/true};
+constexpr FwdRequest kAddLayerNormInference{"add_layer_norm", Norm::kLayerNorm, /*stats=*/false};
+constexpr FwdRequest kAddRmsNormFwd{"add_rms_norm", Norm::kRms, /*stats=*/true};
+constexpr FwdRequest kAddRmsNormInference{"add_rms_norm", Norm::kRms, /*stats=*/false};
+
 struct FwdOutputs {
   at::Tensor y;
   at::Tensor mean;
   at::Tensor rstd;
 };
 
-// Checks, allocates y (and, with `stats`, rstd and LayerNorm's mean) and runs the implementation.
-FwdOutputs norm_fwd(const char* op, const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
-                    bool rms, bool stats) {
-  const NormShape shape = check_norm_args(op, x, normalized_shape, weight, bias);
+// Checks, allocates y (and, with req.stats, rstd and LayerNorm's mean) and runs the implementation.
+FwdOutputs norm_fwd(const FwdRequest& req, const at::Tensor& x, c10::IntArrayRef normalized_shape,
+                    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  const NormShape shape = check_norm_args(req.op, x, normalized_shape, weight, bias);
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   FwdOutputs out{new_tensor_like(xc), at::Tensor(), at::Tensor()};
-  if (stats) {
+  if (req.stats) {
     const auto stat_opts = x.options().dtype(stat_dtype(x.scalar_type()));
     out.rstd = new_tensor(stat_shape(x, normalized_shape), stat_opts);
-    if (!rms) {
+    if (!req.rms()) {
       out.mean = new_tensor(stat_shape(x, normalized_shape), stat_opts);
     }
   }
   run_norm_fwd(xc, contiguous_or_undefined(weight), contiguous_or_undefined(bias), out.y, out.mean, out.rstd, shape,
-               eps, rms);
+               eps, req.rms());
   return out;
 }
 
@@ -206,37 +226,37 @@ struct AddNormOutputs {
   at::Tensor rstd;
 };
 
-// Checks, allocates h and y (and, with `stats`, rstd and LayerNorm's mean), and runs the fused
+// Checks, allocates h and y (and, with req.stats, rstd and LayerNorm's mean), and runs the fused
 // kernel, or, for a call it does not take (and on the CPU), the add and then the norm.
-AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tensor& residual,
+AddNormOutputs add_norm_fwd(const FwdRequest& req, const at::Tensor& x, const at::Tensor& residual,
                             c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                            const std::optional<at::Tensor>& bias, double eps, std::optional<c10::ScalarType> out_dtype,
-                            bool rms, bool stats) {
-  const NormShape shape = check_add_norm_args(op, x, residual, normalized_shape, weight, bias);
-  const c10::ScalarType y_dtype = add_norm_out_dtype(op, x, residual, out_dtype);
+                            const std::optional<at::Tensor>& bias, double eps,
+                            std::optional<c10::ScalarType> out_dtype) {
+  const NormShape shape = check_add_norm_args(req.op, x, residual, normalized_shape, weight, bias);
+  const c10::ScalarType y_dtype = add_norm_out_dtype(req.op, x, residual, out_dtype);
   const c10::DeviceGuard guard(x.device());  // checked above: every tensor is on x's device
   const at::Tensor xc = x.contiguous();
   const at::Tensor rc = residual.contiguous();
   AddNormOutputs out{new_tensor(rc.sizes(), rc.options().dtype(y_dtype)), new_tensor_like(rc), at::Tensor(),
                      at::Tensor()};
-  if (stats) {
+  if (req.stats) {
     const auto stat_opts = rc.options().dtype(stat_dtype(rc.scalar_type()));
     out.rstd = new_tensor(stat_shape(rc, normalized_shape), stat_opts);
-    if (!rms) {
+    if (!req.rms()) {
       out.mean = new_tensor(stat_shape(rc, normalized_shape), stat_opts);
     }
   }
   const at::Tensor w = contiguous_or_undefined(weight);
   const at::Tensor b = contiguous_or_undefined(bias);
-  if (x.is_cuda() && cuda::add_norm_fwd(xc, rc, w, b, out.h, out.y, out.mean, out.rstd, shape, eps, rms)) {
+  if (x.is_cuda() && cuda::add_norm_fwd(xc, rc, w, b, out.h, out.y, out.mean, out.rstd, shape, eps, req.rms())) {
     return out;
   }
   at::add_out(out.h, rc, xc);
   if (y_dtype == rc.scalar_type()) {
-    run_norm_fwd(out.h, w, b, out.y, out.mean, out.rstd, shape, eps, rms);
+    run_norm_fwd(out.h, w, b, out.y, out.mean, out.rstd, shape, eps, req.rms());
   } else {
     at::Tensor y = new_tensor_like(out.h);
-    run_norm_fwd(out.h, w, b, y, out.mean, out.rstd, shape, eps, rms);
+    run_norm_fwd(out.h, w, b, y, out.mean, out.rstd, shape, eps, req.rms());
     out.y.copy_(y);
   }
   return out;
@@ -250,13 +270,13 @@ AddNormOutputs add_norm_fwd(const char* op, const at::Tensor& x, const at::Tenso
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                                               const std::optional<at::Tensor>& weight,
                                                               const std::optional<at::Tensor>& bias, double eps) {
-  FwdOutputs out = norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, true);
+  FwdOutputs out = norm_fwd(kLayerNormFwd, x, normalized_shape, weight, bias, eps);
   return {out.y, out.mean, out.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, double eps) {
-  FwdOutputs out = norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, true);
+  FwdOutputs out = norm_fwd(kRmsNormFwd, x, normalized_shape, weight, std::nullopt, eps);
   return {out.y, out.rstd};
 }
 
@@ -264,12 +284,12 @@ std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArr
 at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                 const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
                                 double eps) {
-  return norm_fwd("layer_norm", x, normalized_shape, weight, bias, eps, false, false).y;
+  return norm_fwd(kLayerNormInference, x, normalized_shape, weight, bias, eps).y;
 }
 
 at::Tensor rms_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                               const std::optional<at::Tensor>& weight, double eps) {
-  return norm_fwd("rms_norm", x, normalized_shape, weight, std::nullopt, eps, true, false).y;
+  return norm_fwd(kRmsNormInference, x, normalized_shape, weight, std::nullopt, eps).y;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
@@ -311,8 +331,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
     std::optional<c10::ScalarType> out_dtype) {
-  AddNormOutputs out =
-      add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, out_dtype, false, true);
+  AddNormOutputs out = add_norm_fwd(kAddLayerNormFwd, x, residual, normalized_shape, weight, bias, eps, out_dtype);
   return {out.y, out.h, out.mean, out.rstd};
 }
 
@@ -321,7 +340,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor
                                                                 const std::optional<at::Tensor>& weight, double eps,
                                                                 std::optional<c10::ScalarType> out_dtype) {
   AddNormOutputs out =
-      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, out_dtype, true, true);
+      add_norm_fwd(kAddRmsNormFwd, x, residual, normalized_shape, weight, std::nullopt, eps, out_dtype);
   return {out.y, out.h, out.rstd};
 }
 
@@ -331,7 +350,7 @@ std::tuple<at::Tensor, at::Tensor> add_layer_norm_inference(const at::Tensor& x,
                                                             const std::optional<at::Tensor>& bias, double eps,
                                                             std::optional<c10::ScalarType> out_dtype) {
   AddNormOutputs out =
-      add_norm_fwd("add_layer_norm", x, residual, normalized_shape, weight, bias, eps, out_dtype, false, false);
+      add_norm_fwd(kAddLayerNormInference, x, residual, normalized_shape, weight, bias, eps, out_dtype);
   return {out.y, out.h};
 }
 
@@ -340,7 +359,7 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm_inference(const at::Tensor& x, c
                                                           const std::optional<at::Tensor>& weight, double eps,
                                                           std::optional<c10::ScalarType> out_dtype) {
   AddNormOutputs out =
-      add_norm_fwd("add_rms_norm", x, residual, normalized_shape, weight, std::nullopt, eps, out_dtype, true, false);
+      add_norm_fwd(kAddRmsNormInference, x, residual, normalized_shape, weight, std::nullopt, eps, out_dtype);
   return {out.y, out.h};
 }
 

@@ -1,6 +1,6 @@
-// The ops' autograd kernels (norm_autograd.cpp), their checked entry points (norm.cpp), both
-// registered as the ops' kernels in registration.cpp, and the implementations the entry points route
-// to: cpu:: (norm_cpu.cpp) and cuda:: (norm_fwd.cu, norm_bwd.cu).
+// The ops' checked entry points (norm.cpp) and autograd kernels (norm_autograd.cpp), both registered
+// as the ops' kernels in registration.cpp, and the CUDA implementations the entry points route to
+// (cuda::, in norm_fwd.cu, norm_bwd.cu and add_norm.cu; the CPU ones are in norm_cpu.h).
 #pragma once
 
 #include <ATen/Dispatch.h>
@@ -68,51 +68,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
 // autograd. layer_norm / rms_norm run *_fwd and keep its statistics when a gradient is wanted (grad
 // mode on and an input that requires grad), the *_inference op otherwise; *_fwd record the
 // backward, which calls *_bwd. The ops without a derivative (*_bwd, *_inference) give recorded
-// outputs a backward that raises an error saying what to do instead.
+// outputs a backward that raises an error saying what to do instead. Each has the signature of the
+// entry point of the same name above; the public ops (layer_norm, rms_norm, add_layer_norm,
+// add_rms_norm) that of their *_inference entry point, which is their kernel below autograd.
 namespace autograd {
-at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                      const std::optional<at::Tensor>& bias, double eps);
-at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                    double eps);
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                                              const std::optional<at::Tensor>& weight,
-                                                              const std::optional<at::Tensor>& bias, double eps);
-std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, double eps);
-at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                                const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-                                double eps);
-at::Tensor rms_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                              const std::optional<at::Tensor>& weight, double eps);
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_bwd(const at::Tensor& dy, const at::Tensor& x,
-                                                              const at::Tensor& mean, const at::Tensor& rstd,
-                                                              c10::IntArrayRef normalized_shape,
-                                                              const std::optional<at::Tensor>& weight,
-                                                              const std::optional<at::Tensor>& bias);
-std::tuple<at::Tensor, at::Tensor> rms_norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                                c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight);
-std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& residual,
-                                                  c10::IntArrayRef normalized_shape,
-                                                  const std::optional<at::Tensor>& weight,
-                                                  const std::optional<at::Tensor>& bias, double eps,
-                                                  std::optional<c10::ScalarType> out_dtype);
-std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::Tensor& residual,
-                                                c10::IntArrayRef normalized_shape,
-                                                const std::optional<at::Tensor>& weight, double eps,
-                                                std::optional<c10::ScalarType> out_dtype);
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
-    const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
-    std::optional<c10::ScalarType> out_dtype);
-std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
-                                                                c10::IntArrayRef normalized_shape,
-                                                                const std::optional<at::Tensor>& weight, double eps,
-                                                                std::optional<c10::ScalarType> out_dtype);
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(
-    const at::Tensor& dy, const std::optional<at::Tensor>& dh, const at::Tensor& h,
-    const std::optional<at::Tensor>& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, c10::ScalarType x_dtype);
+decltype(reference_ops::layer_norm_inference) layer_norm;
+decltype(reference_ops::rms_norm_inference) rms_norm;
+decltype(reference_ops::add_layer_norm_inference) add_layer_norm;
+decltype(reference_ops::add_rms_norm_inference) add_rms_norm;
+decltype(reference_ops::layer_norm_fwd) layer_norm_fwd;
+decltype(reference_ops::rms_norm_fwd) rms_norm_fwd;
+decltype(reference_ops::layer_norm_inference) layer_norm_inference;
+decltype(reference_ops::rms_norm_inference) rms_norm_inference;
+decltype(reference_ops::layer_norm_bwd) layer_norm_bwd;
+decltype(reference_ops::rms_norm_bwd) rms_norm_bwd;
+decltype(reference_ops::add_layer_norm_fwd) add_layer_norm_fwd;
+decltype(reference_ops::add_rms_norm_fwd) add_rms_norm_fwd;
+decltype(reference_ops::add_norm_bwd) add_norm_bwd;
 }  // namespace autograd
 
 // Shape of one normalisation problem: `rows` independent rows of `cols` contiguous elements.
@@ -121,16 +93,10 @@ struct NormShape {
   int64_t cols;
 };
 
-// Implementations: fill preallocated outputs from checked, contiguous inputs on one device.
-// Undefined tensors stand for absent weight / bias, and for statistics not wanted (mean for
-// RMSNorm; mean and rstd for the inference ops), which are then not written.
-namespace cpu {
-void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, at::Tensor& mean,
-              at::Tensor& rstd, NormShape shape, double eps, bool rms);
-void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-              const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape);
-}  // namespace cpu
-
+// CUDA implementations (the CPU ones are in norm_cpu.h): fill preallocated outputs from checked,
+// contiguous inputs on one device. Undefined tensors stand for absent weight / bias, and for
+// statistics not wanted (mean for RMSNorm; mean and rstd for the inference ops), which are then not
+// written.
 namespace cuda {
 void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y, at::Tensor& mean,
               at::Tensor& rstd, NormShape shape, double eps, bool rms);

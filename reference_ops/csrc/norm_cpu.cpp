@@ -2,6 +2,8 @@
 // (mean = sum/N, var = sum((x-mean)^2)/N) in float (double for float64); the backward adds the
 // dweight / dbias partials of a fixed number of row chunks in chunk order, so results do not
 // depend on the thread count.
+#include "norm_cpu.h"
+
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -10,8 +12,6 @@
 #include <cmath>
 #include <type_traits>
 #include <vector>
-
-#include "norm.h"
 
 namespace reference_ops {
 
