@@ -9,17 +9,20 @@
 // *_inference in its graphs. Nothing here reads tensor sizes, which are symbolic under dynamic
 // shapes.
 //
-// The public ops (layer_norm, rms_norm and the fused residual ops), called once per norm layer per
-// step, record a hand-written autograd node (NormBackward), as torch's generated code does for its
-// own ops: no per-call AutogradContext, saved_data dictionary or output wrapping of
-// torch::autograd::Function, which cost them several microseconds more than torch's native norms.
-// The *_fwd ops, for callers that want the statistics, keep the shorter torch::autograd::Function.
+// One mechanism records every call, the one torch's generated code uses for its own ops: an
+// autograd node made here, its next edges the inputs', set as the outputs' history. No per-call
+// AutogradContext, saved_data dictionary or output wrapping of torch::autograd::Function, which
+// cost the public ops several microseconds more than torch's native norms. The differentiable
+// ops (the public ops and their *_fwd, which return the statistics too, without a gradient) record
+// NormBackward; the ops without a derivative (*_bwd, *_inference) torch's own Error node, which
+// raises their message when a backward reaches it. Forward-mode AD is not implemented: every kernel
+// refuses dual inputs (records()).
 #include <ATen/core/LegacyTypeDispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <c10/util/intrusive_ptr.h>
-#include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
 
@@ -34,7 +37,6 @@ namespace reference_ops::autograd {
 
 namespace {
 
-using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // -----------------------------------------------------------------------------
@@ -133,60 +135,29 @@ bool requires_grad(const T& /*not a tensor*/) {
   return false;
 }
 
-// What torch's own ops check: grad mode on and an input that requires grad.
+// Forward-mode AD (a dual tensor's tangent) is not implemented: say so rather than return outputs
+// without a tangent, as torch's generated code does for its ops without a forward derivative.
+bool has_tangent(const at::Tensor& t) { return t.defined() && t._fw_grad(/*level=*/0).defined(); }
+bool has_tangent(const std::optional<at::Tensor>& t) { return t.has_value() && has_tangent(*t); }
+template <class T>
+bool has_tangent(const T& /*not a tensor*/) {
+  return false;
+}
+
+constexpr const char* kNoForwardAd =
+    "reference_ops: forward-mode AD (the dual tensors of torch.autograd.forward_ad) is not supported by the "
+    "reference_ops ops; use torch.nn.functional.layer_norm / rms_norm where a forward derivative is needed";
+
+// What torch's own ops check: grad mode on and an input that requires grad. Every autograd kernel
+// asks it first, so it also refuses inputs with a tangent.
 template <class... Args>
 bool records(const Args&... args) {
+  TORCH_CHECK(!(has_tangent(args) || ...), kNoForwardAd);
   return at::GradMode::is_enabled() && (requires_grad(args) || ...);
 }
 
 std::optional<at::Tensor> defined_or_none(const at::Tensor& t) {
   return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt;
-}
-
-variable_list to_list(const at::Tensor& t) { return {t}; }
-template <class... Ts>
-variable_list to_list(const std::tuple<Ts...>& t) {
-  return std::apply([](const auto&... e) { return variable_list{e...}; }, t);
-}
-
-template <class Result>
-Result from_list(const variable_list& v) {
-  if constexpr (std::is_same_v<Result, at::Tensor>) {
-    return v[0];
-  } else if constexpr (std::tuple_size_v<Result> == 2) {
-    return {v[0], v[1]};
-  } else if constexpr (std::tuple_size_v<Result> == 3) {
-    return {v[0], v[1], v[2]};
-  } else {
-    return {v[0], v[1], v[2], v[3]};
-  }
-}
-
-// -----------------------------------------------------------------------------
-// Ops without a derivative: *_inference and *_bwd
-// -----------------------------------------------------------------------------
-
-// Runs the op below autograd; the recorded outputs' backward raises Op::kNoDerivative.
-template <class Op>
-struct NoDerivativeFunction : public torch::autograd::Function<NoDerivativeFunction<Op>> {
-  template <class... Args>
-  static variable_list forward(AutogradContext* /*ctx*/, const Args&... args) {
-    return to_list(call_below<Op>(args...));
-  }
-  static variable_list backward(AutogradContext* /*ctx*/, const variable_list& /*grads*/) {
-    TORCH_CHECK(false, Op::kNoDerivative);
-    return {};
-  }
-};
-
-// Not recorded (the common case: no grad mode, or nothing requires grad): no autograd node at all.
-template <class Op, class... Args>
-auto no_derivative(const Args&... args) {
-  using Result = decltype(op<Op>().call(args...));
-  if (records(args...)) {
-    return from_list<Result>(NoDerivativeFunction<Op>::apply(args...));
-  }
-  return call_below<Op>(args...);
 }
 
 // The *_bwd op, from a backward. Under create_graph (grad mode on in the backward) through its
@@ -227,123 +198,15 @@ AddNormGrads add_norm_grads(const at::Tensor& dy, const at::Tensor& dh, const at
 }
 
 // -----------------------------------------------------------------------------
-// The *_fwd ops: torch::autograd::Function
+// The nodes
 // -----------------------------------------------------------------------------
 
-// The *_fwd ops return the statistics too, without a gradient; when only they are used, no
-// gradient reaches the inputs. Saved: the normalised input (x, or h for the fused ops), the
-// statistics and the parameters (an absent one as an undefined tensor) and normalized_shape (as
-// ints: x's sizes may be symbolic when traced).
-struct LayerNormFwdFunction : public torch::autograd::Function<LayerNormFwdFunction> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                               const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-                               double eps) {
-    auto [y, mean, rstd] = call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
-    ctx->save_for_backward({x, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
-    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
-    ctx->set_materialize_grads(false);  // no zero tensors (and fill kernels) for unused outputs
-    ctx->mark_non_differentiable({mean, rstd});
-    return {y, mean, rstd};
-  }
-
-  // One gradient per forward argument: x, normalized_shape, weight, bias, eps.
-  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
-    const at::Tensor& dy = grads[0];
-    if (!dy.defined()) {
-      return variable_list(5);
-    }
-    const variable_list saved = ctx->get_saved_variables();
-    const std::optional<at::Tensor> weight = defined_or_none(saved[3]);
-    const std::optional<at::Tensor> bias = defined_or_none(saved[4]);
-    const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
-    auto [dx, dweight, dbias] =
-        call_bwd<LayerNormBwdOp>(dy, saved[0], saved[1], saved[2], normalized_shape, weight, bias);
-    return {dx, at::Tensor(), weight ? dweight : at::Tensor(), bias ? dbias : at::Tensor(), at::Tensor()};
-  }
-};
-
-struct RmsNormFwdFunction : public torch::autograd::Function<RmsNormFwdFunction> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, c10::IntArrayRef normalized_shape,
-                               const std::optional<at::Tensor>& weight, double eps) {
-    auto [y, rstd] = call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
-    ctx->save_for_backward({x, rstd, weight.value_or(at::Tensor())});
-    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
-    ctx->set_materialize_grads(false);
-    ctx->mark_non_differentiable({rstd});
-    return {y, rstd};
-  }
-
-  // x, normalized_shape, weight, eps.
-  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
-    const at::Tensor& dy = grads[0];
-    if (!dy.defined()) {
-      return variable_list(4);
-    }
-    const variable_list saved = ctx->get_saved_variables();
-    const std::optional<at::Tensor> weight = defined_or_none(saved[2]);
-    const std::vector<int64_t> normalized_shape = ctx->saved_data["normalized_shape"].toIntVector();
-    auto [dx, dweight] = call_bwd<RmsNormBwdOp>(dy, saved[0], saved[1], normalized_shape, weight);
-    return {dx, at::Tensor(), weight ? dweight : at::Tensor(), at::Tensor()};
-  }
-};
-
-struct AddLayerNormFwdFunction : public torch::autograd::Function<AddLayerNormFwdFunction> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
-                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
-                               const std::optional<at::Tensor>& bias, double eps,
-                               std::optional<c10::ScalarType> out_dtype) {
-    auto [y, h, mean, rstd] =
-        call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
-    ctx->save_for_backward({h, mean, rstd, weight.value_or(at::Tensor()), bias.value_or(at::Tensor())});
-    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
-    ctx->saved_data["x_dtype"] = x.scalar_type();
-    ctx->set_materialize_grads(false);
-    ctx->mark_non_differentiable({mean, rstd});
-    return {y, h, mean, rstd};
-  }
-
-  // x, residual, normalized_shape, weight, bias, eps, out_dtype.
-  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
-    const variable_list saved = ctx->get_saved_variables();
-    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved[0], saved[1], saved[2],
-                                          ctx->saved_data["normalized_shape"].toIntVector(), defined_or_none(saved[3]),
-                                          defined_or_none(saved[4]), ctx->saved_data["x_dtype"].toScalarType());
-    return {g.dx, g.dresidual, at::Tensor(), g.dweight, g.dbias, at::Tensor(), at::Tensor()};
-  }
-};
-
-struct AddRmsNormFwdFunction : public torch::autograd::Function<AddRmsNormFwdFunction> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& residual,
-                               c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, double eps,
-                               std::optional<c10::ScalarType> out_dtype) {
-    auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
-    ctx->save_for_backward({h, rstd, weight.value_or(at::Tensor())});
-    ctx->saved_data["normalized_shape"] = normalized_shape.vec();
-    ctx->saved_data["x_dtype"] = x.scalar_type();
-    ctx->set_materialize_grads(false);
-    ctx->mark_non_differentiable({rstd});
-    return {y, h, rstd};
-  }
-
-  // x, residual, normalized_shape, weight, eps, out_dtype.
-  static variable_list backward(AutogradContext* ctx, const variable_list& grads) {
-    const variable_list saved = ctx->get_saved_variables();
-    const AddNormGrads g = add_norm_grads(grads[0], grads[1], saved[0], std::nullopt, saved[1],
-                                          ctx->saved_data["normalized_shape"].toIntVector(), defined_or_none(saved[2]),
-                                          std::nullopt, ctx->saved_data["x_dtype"].toScalarType());
-    return {g.dx, g.dresidual, at::Tensor(), g.dweight, at::Tensor(), at::Tensor()};
-  }
-};
-
-// -----------------------------------------------------------------------------
-// The public ops: a hand-written node
-// -----------------------------------------------------------------------------
-
-// The node a call of a public op records, one class per op: layer_norm / rms_norm (y = norm(x);
-// next edges x, weight, bias) and, with kAdd, add_layer_norm / add_rms_norm ((y, h); next edges x,
-// residual, weight, bias). RMSNorm has no bias edge. An absent or non-differentiable input is an
-// empty edge. It saves what the *_bwd op needs: the normalised input (x; h for the fused ops,
-// saved as an output of the node), the statistics, the present parameters, normalized_shape.
+// The node a call of a differentiable op records, one class per norm: layer_norm / rms_norm and
+// their *_fwd (y = norm(x); next edges x, weight, bias) and, with kAdd, add_layer_norm /
+// add_rms_norm and their *_fwd ((y, h); next edges x, residual, weight, bias). The statistics the
+// *_fwd ops also return have no gradient: when only they are used, none reaches the inputs. RMSNorm has no bias edge.
+// An absent or non-differentiable input is an empty edge. It saves what the *_bwd op needs: the normalised input (x; h
+// for the fused ops, saved as an output of the node), the statistics, the present parameters, normalized_shape.
 template <bool kRms, bool kAdd>
 struct NormBackward final : public torch::autograd::Node {
   using SavedVariable = torch::autograd::SavedVariable;
@@ -417,12 +280,12 @@ struct NormBackward final : public torch::autograd::Node {
 // found through the node's base class when the branch is instantiated: newer releases have none.
 using NodePtr = decltype(torch::autograd::Edge::function);
 
-template <class T>
-auto new_node() {
+template <class T, class... Args>
+auto new_node(Args&&... args) {
   if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>) {
-    return std::shared_ptr<T>(new T(), [](T* node) { deleteNode(node); });
+    return std::shared_ptr<T>(new T(std::forward<Args>(args)...), [](T* node) { deleteNode(node); });
   } else {
-    return c10::make_intrusive<T>();
+    return c10::make_intrusive<T>(std::forward<Args>(args)...);
   }
 }
 
@@ -450,6 +313,66 @@ auto make_node(torch::autograd::edge_list next_edges, const at::Tensor& mean, co
   return node;
 }
 
+// Records a LayerNorm / RMSNorm call: y's history, x saved for the backward.
+template <bool kRms>
+void record_norm(const at::Tensor& y, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                 c10::IntArrayRef normalized_shape, const std::optional<at::Tensor>& weight,
+                 const std::optional<at::Tensor>& bias) {
+  auto node = make_node<kRms, false>(
+      kRms ? torch::autograd::collect_next_edges(x, weight) : torch::autograd::collect_next_edges(x, weight, bias),
+      mean, rstd, normalized_shape, weight, bias);
+  node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
+  torch::autograd::set_history(y, node);
+}
+
+// Records a fused residual call: the history of y and h, h saved for the backward.
+template <bool kRms>
+void record_add_norm(const at::Tensor& y, const at::Tensor& h, const at::Tensor& x, const at::Tensor& residual,
+                     const at::Tensor& mean, const at::Tensor& rstd, c10::IntArrayRef normalized_shape,
+                     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias) {
+  auto node = make_node<kRms, true>(kRms ? torch::autograd::collect_next_edges(x, residual, weight)
+                                         : torch::autograd::collect_next_edges(x, residual, weight, bias),
+                                    mean, rstd, normalized_shape, weight, bias);
+  node->x_dtype_ = x.scalar_type();
+  torch::autograd::set_history(y, node);
+  torch::autograd::set_history(h, node);
+  node->input_ = torch::autograd::SavedVariable(h, /*is_output=*/true);  // after h's history: no cycle
+}
+
+// -----------------------------------------------------------------------------
+// Ops without a derivative: *_inference and *_bwd
+// -----------------------------------------------------------------------------
+
+// The next edges of an op's tensor arguments (an absent one: an empty edge), in order.
+void add_edge(torch::autograd::edge_list& edges, const at::Tensor& t) {
+  edges.push_back(t.defined() ? torch::autograd::impl::gradient_edge(t) : torch::autograd::Edge());
+}
+void add_edge(torch::autograd::edge_list& edges, const std::optional<at::Tensor>& t) {
+  edges.push_back(t.has_value() && t->defined() ? torch::autograd::impl::gradient_edge(*t) : torch::autograd::Edge());
+}
+template <class T>
+void add_edge(torch::autograd::edge_list& /*edges*/, const T& /*not a tensor*/) {}
+
+// Runs the op below autograd; when recorded (grad mode on and an input that requires grad) its
+// outputs' history is torch's Error node, so a backward that reaches them raises Op::kNoDerivative.
+// Not recorded (the common case): no node at all.
+template <class Op, class... Args>
+auto no_derivative(const Args&... args) {
+  const bool recorded = records(args...);
+  auto out = call_below<Op>(args...);
+  if (recorded) {
+    torch::autograd::edge_list edges;
+    (add_edge(edges, args), ...);
+    auto node = new_node<torch::autograd::Error>(Op::kNoDerivative, std::move(edges));
+    if constexpr (std::is_same_v<decltype(out), at::Tensor>) {
+      torch::autograd::set_history(out, node);
+    } else {
+      std::apply([&](const auto&... t) { (torch::autograd::set_history(t, node), ...); }, out);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // -----------------------------------------------------------------------------
@@ -463,10 +386,7 @@ at::Tensor layer_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, co
     return call_below<LayerNormInferenceOp>(x, normalized_shape, weight, bias, eps);
   }
   auto [y, mean, rstd] = call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
-  auto node = make_node<false, false>(torch::autograd::collect_next_edges(x, weight, bias), mean, rstd,
-                                      normalized_shape, weight, bias);
-  node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
-  torch::autograd::set_history(y, node);
+  record_norm<false>(y, x, mean, rstd, normalized_shape, weight, bias);
   return y;
 }
 
@@ -476,29 +396,29 @@ at::Tensor rms_norm(const at::Tensor& x, c10::IntArrayRef normalized_shape, cons
     return call_below<RmsNormInferenceOp>(x, normalized_shape, weight, eps);
   }
   auto [y, rstd] = call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
-  auto node = make_node<true, false>(torch::autograd::collect_next_edges(x, weight), at::Tensor(), rstd,
-                                     normalized_shape, weight, std::nullopt);
-  node->input_ = torch::autograd::SavedVariable(x, /*is_output=*/false);
-  torch::autograd::set_history(y, node);
+  record_norm<true>(y, x, at::Tensor(), rstd, normalized_shape, weight, std::nullopt);
   return y;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                                               const std::optional<at::Tensor>& weight,
                                                               const std::optional<at::Tensor>& bias, double eps) {
-  if (records(x, weight, bias)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
-        LayerNormFwdFunction::apply(x, normalized_shape, weight, bias, eps));
+  const bool recorded = records(x, weight, bias);
+  auto out = call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
+  if (recorded) {
+    record_norm<false>(std::get<0>(out), x, std::get<1>(out), std::get<2>(out), normalized_shape, weight, bias);
   }
-  return call_below<LayerNormFwdOp>(x, normalized_shape, weight, bias, eps);
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor> rms_norm_fwd(const at::Tensor& x, c10::IntArrayRef normalized_shape,
                                                 const std::optional<at::Tensor>& weight, double eps) {
-  if (records(x, weight)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor>>(RmsNormFwdFunction::apply(x, normalized_shape, weight, eps));
+  const bool recorded = records(x, weight);
+  auto out = call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
+  if (recorded) {
+    record_norm<true>(std::get<0>(out), x, at::Tensor(), std::get<1>(out), normalized_shape, weight, std::nullopt);
   }
-  return call_below<RmsNormFwdOp>(x, normalized_shape, weight, eps);
+  return out;
 }
 
 at::Tensor layer_norm_inference(const at::Tensor& x, c10::IntArrayRef normalized_shape,
@@ -535,12 +455,7 @@ std::tuple<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at:
     return call_below<AddLayerNormOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
   }
   auto [y, h, mean, rstd] = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
-  auto node = make_node<false, true>(torch::autograd::collect_next_edges(x, residual, weight, bias), mean, rstd,
-                                     normalized_shape, weight, bias);
-  node->x_dtype_ = x.scalar_type();
-  torch::autograd::set_history(y, node);
-  torch::autograd::set_history(h, node);
-  node->input_ = torch::autograd::SavedVariable(h, /*is_output=*/true);  // after h's history: no cycle
+  record_add_norm<false>(y, h, x, residual, mean, rstd, normalized_shape, weight, bias);
   return {y, h};
 }
 
@@ -552,12 +467,7 @@ std::tuple<at::Tensor, at::Tensor> add_rms_norm(const at::Tensor& x, const at::T
     return call_below<AddRmsNormOp>(x, residual, normalized_shape, weight, eps, out_dtype);
   }
   auto [y, h, rstd] = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
-  auto node = make_node<true, true>(torch::autograd::collect_next_edges(x, residual, weight), at::Tensor(), rstd,
-                                    normalized_shape, weight, std::nullopt);
-  node->x_dtype_ = x.scalar_type();
-  torch::autograd::set_history(y, node);
-  torch::autograd::set_history(h, node);
-  node->input_ = torch::autograd::SavedVariable(h, /*is_output=*/true);
+  record_add_norm<true>(y, h, x, residual, at::Tensor(), rstd, normalized_shape, weight, std::nullopt);
   return {y, h};
 }
 
@@ -565,22 +475,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_layer_norm_fwd(
     const at::Tensor& x, const at::Tensor& residual, c10::IntArrayRef normalized_shape,
     const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps,
     std::optional<c10::ScalarType> out_dtype) {
-  if (records(x, residual, weight, bias)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>>(
-        AddLayerNormFwdFunction::apply(x, residual, normalized_shape, weight, bias, eps, out_dtype));
+  const bool recorded = records(x, residual, weight, bias);
+  auto out = call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
+  if (recorded) {
+    record_add_norm<false>(std::get<0>(out), std::get<1>(out), x, residual, std::get<2>(out), std::get<3>(out),
+                           normalized_shape, weight, bias);
   }
-  return call_below<AddLayerNormFwdOp>(x, residual, normalized_shape, weight, bias, eps, out_dtype);
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> add_rms_norm_fwd(const at::Tensor& x, const at::Tensor& residual,
                                                                 c10::IntArrayRef normalized_shape,
                                                                 const std::optional<at::Tensor>& weight, double eps,
                                                                 std::optional<c10::ScalarType> out_dtype) {
-  if (records(x, residual, weight)) {
-    return from_list<std::tuple<at::Tensor, at::Tensor, at::Tensor>>(
-        AddRmsNormFwdFunction::apply(x, residual, normalized_shape, weight, eps, out_dtype));
+  const bool recorded = records(x, residual, weight);
+  auto out = call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
+  if (recorded) {
+    record_add_norm<true>(std::get<0>(out), std::get<1>(out), x, residual, at::Tensor(), std::get<2>(out),
+                          normalized_shape, weight, std::nullopt);
   }
-  return call_below<AddRmsNormFwdOp>(x, residual, normalized_shape, weight, eps, out_dtype);
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> add_norm_bwd(

@@ -427,3 +427,44 @@ def test_cuda_graph_of_the_inference_path(op):
         graph.replay()
         with torch.no_grad():
             assert torch.equal(y_static, call(op, x, N, w, b))
+
+
+# -----------------------------------------------------------------------------
+# One mechanism: every op records a node; forward-mode AD is refused
+# -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+def test_fwd_op_records_the_public_ops_node(op, device):
+    """The *_fwd ops record the public op's node: same gradients, statistics without one."""
+    x, w, b = make(op, device, dtype=torch.float64, requires_grad=True)
+    out = ops.layer_norm_fwd(x, [40], w, b, 1e-5) if op == "layer_norm" else ops.rms_norm_fwd(x, [40], w, 1e-5)
+    assert out[0].grad_fn.name() == {"layer_norm": "LayerNormBackward", "rms_norm": "RmsNormBackward"}[op]
+    leaves = [t for t in (x, w, b) if t is not None]
+    dy = torch.randn_like(out[0])
+    grads = torch.autograd.grad(out[0], leaves, dy)
+    grads_ref = torch.autograd.grad(call(op, x, 40, w, b, impl="torch"), leaves, dy)
+    for g, g_ref in zip(grads, grads_ref, strict=True):
+        torch.testing.assert_close(g, g_ref, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_forward_mode_ad_raises_a_clear_error(op, requires_grad, device):
+    """A dual tensor's tangent would be dropped: every op refuses it, with or without grad."""
+    import torch.autograd.forward_ad as fwAD
+
+    x, w, b = make(op, device, dtype=torch.float64, requires_grad=requires_grad)
+    match = "forward-mode AD .* is not supported"
+    with fwAD.dual_level():
+        xd = fwAD.make_dual(x, torch.randn_like(x))
+        with pytest.raises(RuntimeError, match=match):
+            call(op, xd, 40, w, b)
+        with pytest.raises(RuntimeError, match=match):
+            call_op(op, xd, 40, w, b)
+        with pytest.raises(RuntimeError, match=match):
+            ops.layer_norm_fwd(xd, [40], w, b, 1e-5)
+        with pytest.raises(RuntimeError, match=match):
+            ops.rms_norm_inference(xd, [40], w, 1e-5)
