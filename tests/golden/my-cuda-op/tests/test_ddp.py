@@ -21,7 +21,6 @@ import torch
 import torch.distributed as dist
 from support import CPU_IMPL, package
 
-
 STEPS = 50
 GLOBAL_BATCH = 8
 FEATURES, HIDDEN, OUTPUTS = 12, 40, 5

@@ -24,7 +24,6 @@ from support import (
     shape_id,
 )
 
-
 # Odd sizes on purpose: single elements, lengths that are not a multiple of the vector width,
 # more rows or elements than the GPU holds at once, and a row wider than a block.
 SHAPES = [(1,), (7,), (199, 760), (3, 5, 33), (2, 1025), (64, 4099), (20011, 3), (2053, 1031)]
