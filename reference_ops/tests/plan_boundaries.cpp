@@ -18,57 +18,20 @@
 #include <vector>
 
 #include "norm_plan.h"
+#include "plan_model.h"
 
 using reference_ops::AddBwdCall;
-using reference_ops::AddBwdKernel;
 using reference_ops::AddFwdCall;
 using reference_ops::BwdCall;
-using reference_ops::BwdKernel;
 using reference_ops::BwdPlan;
-using reference_ops::BwdVariant;
 using reference_ops::DeviceLimits;
 using reference_ops::FwdCall;
 using reference_ops::FwdPlan;
 using reference_ops::Norm;
+using reference_ops::plan_model::StubAddOccupancy;
+using reference_ops::plan_model::StubOccupancy;
 
 namespace {
-
-// An SM of 2048 threads and 64K registers, CTAs limited by threads, registers and shared memory.
-class ModelOccupancy final : public reference_ops::BwdOccupancy {
- public:
-  explicit ModelOccupancy(const DeviceLimits& d) : device_(d) {}
-  int ctas_per_sm(const BwdKernel& k, int threads, int64_t smem_bytes) const override {
-    const int regs = k.variant == BwdVariant::kFewRows ? 40 : reference_ops::bwd_traits(k.variant).staged ? 96 : 64;
-    const int64_t by_threads = 2048 / threads;
-    const int64_t by_regs = 65536 / (static_cast<int64_t>(regs) * threads);
-    const int64_t by_smem = device_.smem_per_sm / (smem_bytes + static_smem_bytes(k) + device_.smem_reserved_per_block);
-    return static_cast<int>(std::min({by_threads, by_regs, by_smem, int64_t{32}}));
-  }
-  int64_t static_smem_bytes(const BwdKernel& k) const override {
-    return reference_ops::bwd_traits(k.variant).staged ? 4352 : 2304;
-  }
-  int64_t resident_clusters(const BwdKernel& k, int threads, int cluster, int64_t smem_bytes) const override {
-    return static_cast<int64_t>(ctas_per_sm(k, threads, smem_bytes)) * device_.sm_count / cluster;
-  }
-
- private:
-  DeviceLimits device_;
-};
-
-// The fused backward's CTAs a GPU holds: an SM of 2048 threads and 64K registers.
-class ModelAddOccupancy final : public reference_ops::AddBwdOccupancy {
- public:
-  ModelAddOccupancy(const DeviceLimits& d, int r_bytes) : sm_count_(d.sm_count), r_bytes_(r_bytes) {}
-  int64_t resident_ctas(const AddBwdKernel& k, int threads) const override {
-    const int64_t regs = reference_ops::add_bwd_min_blocks(r_bytes_, k.packs) == 2 ? 64 : 128;
-    const int64_t per_sm = std::min<int64_t>(2048 / threads, 65536 / (regs * threads));
-    return std::max<int64_t>(per_sm, 1) * sm_count_;
-  }
-
- private:
-  int64_t sm_count_;
-  int r_bytes_;
-};
 
 constexpr uintptr_t kBase = 1 << 20;
 
@@ -112,7 +75,7 @@ struct Config {
 };
 
 Key plan_key(Planner planner, const Config& c, int64_t rows, int64_t cols, const DeviceLimits& d,
-             const ModelOccupancy& occ) {
+             const StubOccupancy& occ) {
   const uintptr_t w = c.weight ? 3 * kBase : 0;
   const uintptr_t b = c.bias ? 4 * kBase : 0;
   if (planner == Planner::kAddFwd) {
@@ -125,7 +88,7 @@ Key plan_key(Planner planner, const Config& c, int64_t rows, int64_t cols, const
     const AddBwdCall call{rows,      cols,      c.x_bytes, c.param_bytes, c.param_bytes,
                           c.y_bytes, c.norm,    c.weight,  c.bias,        kBase,
                           2 * kBase, 5 * kBase, w,         6 * kBase,     7 * kBase};
-    const auto p = reference_ops::plan_add_bwd(call, d, ModelAddOccupancy(d, c.param_bytes));
+    const auto p = reference_ops::plan_add_bwd(call, d, StubAddOccupancy(d, c.param_bytes));
     return {static_cast<int>(p.variant),
             p.vec,
             p.packs_per_thread,
@@ -153,7 +116,7 @@ int main(int argc, char** argv) {
   }
   const DeviceLimits device{std::atoi(argv[1]),  std::atoll(argv[2]), std::atoi(argv[3]),
                             std::atoll(argv[4]), std::atoll(argv[5]), std::atoll(argv[6])};
-  const ModelOccupancy occupancy(device);
+  const StubOccupancy occupancy(device);
   // Widest row scanned: past the largest cluster's registers for every dtype (uncached beyond).
   const int64_t max_cols = (int64_t{1} << 18) + 1024;
   const int64_t row_counts[] = {1, 3};
