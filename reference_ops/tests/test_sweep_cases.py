@@ -13,7 +13,9 @@ import torch
 
 # The repository's scripts/ (reference_ops/ is its child, or a copy further down, as the torch-range
 # check makes in .torch-range/).
-SCRIPTS = next(p / "scripts" for p in Path(__file__).resolve().parents if (p / "scripts" / "sanitize_cases.py").exists())
+SCRIPTS = next(
+    p / "scripts" for p in Path(__file__).resolve().parents if (p / "scripts" / "sanitize_cases.py").exists()
+)
 sys.path.insert(0, str(SCRIPTS))
 import sanitize_cases  # noqa: E402
 
@@ -40,8 +42,8 @@ def test_sweep_groups_cover_every_op_and_dtype():
     assert {g[0] for g in groups} == {"layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm"}
     for op in ("layer_norm", "rms_norm"):
         assert {tuple(g[1:]) for g in groups if g[0] == op} == {
-            (x, p) for x in ("bfloat16", "float16") for p in (x, "float32")} | {
-            ("float32", "float32"), ("float64", "float64")}
+            (x, p) for x in ("bfloat16", "float16") for p in (x, "float32")
+        } | {("float32", "float32"), ("float64", "float64")}
 
 
 def test_a_nearly_constant_layer_norm_row_is_spread_before_the_call():
