@@ -34,8 +34,8 @@ def test_docs_build_strict(tmp_path):
     result = build(ROOT, tmp_path / "site")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING" not in result.stderr, result.stderr
-    for page in ("index", "options/index", "tutorial/index", "troubleshooting/index", "template/index",
-                 "reference_ops/index"):
+    for page in ("index", "options/index", "tutorial/index", "performance/index", "troubleshooting/index",
+                 "template/index", "reference_ops/index"):
         assert (tmp_path / "site" / f"{page}.html").exists(), page
 
 

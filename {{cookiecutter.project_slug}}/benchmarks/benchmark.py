@@ -4,15 +4,15 @@ Each call is captured in a CUDA graph and its replays are timed with CUDA events
 replays are queued back to back, so the GPU never waits for the host to launch the next one: the
 figures are GPU time, not Python or launch overhead. The implementations take turns over 3 rounds
 (--rounds), each capturing new graphs (so new output buffers), and each figure is the median of its
-rounds: a kernel at the bandwidth limit can run slower in one capture than in the next (H100: one
-capture of a bfloat16 forward read 84 % of copy bandwidth where the others read 97 %). Both ops
+rounds: a kernel at the bandwidth limit can run slower in one capture than in the next (one capture
+of a bfloat16 forward can read well below the others' share of copy bandwidth). Both ops
 are memory-bound, so the figures are reported as GB/s over the fewest bytes each direction must
 move (forward: read x, write y; backward: read the output gradient and the saved tensor, write the
 input gradient) and as a percentage of the device-to-device copy bandwidth measured in the same
 run. The backward's time is what a training step adds to its forward: forward plus backward, less
 the forward run in grad mode. torch.compile compiles each dtype and shape for its static shape, as
-for a model whose shapes do not change. Two closing lines count the op's figures at 90 % of copy
-bandwidth or more and name those where torch.compile's is higher.
+for a model whose shapes do not change. Two closing lines count the op's figures that reach at
+least 90 % of copy bandwidth and name those where torch.compile's is higher.
 
 The per-call host cost (Python, dispatcher, input checks and launch, measured on a one-row tensor
 where the GPU keeps up; the median of 7 rounds) is printed beside eager PyTorch's: it is what a

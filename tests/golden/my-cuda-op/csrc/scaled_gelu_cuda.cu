@@ -32,27 +32,22 @@ struct Shape {
   bool evict_last = false;
 };
 
-// The shape per dtype and direction (forward: 1 input, backward: 2), measured with the generated
-// benchmark on two GPUs that differ in how fast memory feeds each SM (fast_memory_per_sm, in
-// scaled_gelu_gpu.h).
+// The shape per dtype and direction (forward: 1 input, backward: 2), chosen with the generated
+// benchmark on GPUs that differ in how fast memory feeds each SM (fast_memory_per_sm, in
+// scaled_gelu_gpu.h); the figures are on the template's performance page.
 // A memory-bound kernel keeps each SM's share of the bandwidth busy only with enough bytes in
-// flight, and the H200 needs more of them than the H100.
-// - H100 (25 GB/s an SM): blocks of 512 threads taking one pack each (% of copy forward / backward
-//   at 16384x4096: float32 99.1 / 103.0, bfloat16 96.8-97.0 / 101.9-102.0; at 256 threads 98.7 /
-//   102.3 and 96.1 / 101.4, at 1024 96.7 / 102.5 and 94.8 / 101.1; 2 packs lost 0.5 / 1.0). float64
-//   takes 256 threads of 4 packs: its exp and division are long chains of dependent instructions,
-//   which one pack did not give a thread enough of to cover their latency (4 packs 100.2-100.4 /
-//   102.8-103.0, 2 packs 99.6-99.8 / 101.4-101.5), and 512 threads at 70-90 registers each leave
-//   one block on an SM (87 % forward).
-// - H200 (37 GB/s an SM): 128 threads of 2 packs forward (float32 97.5, bfloat16 93.1, float64
-//   98.6, against 91.1, 86.8 and 96.2 with the H100's shapes), one pack backward (bfloat16 100.5,
-//   float64 103.2-103.7) but float32 256 threads of 4 (102.6-102.9; 128 threads of 2: 101.8-102.0).
+// flight, and a GPU whose memory is faster per SM needs more of them.
+// - Slower memory per SM: blocks of 512 threads taking one pack each (256 or 1024 threads, or 2
+//   packs, were slower). float64 takes 256 threads of 4 packs: its exp and division are long
+//   chains of dependent instructions, which one pack did not give a thread enough of to cover
+//   their latency, and 512 threads at float64's register count leave one block on an SM.
+// - Faster memory per SM: 128 threads of 2 packs forward, one pack backward, but float32 256
+//   threads of 4 (each the fastest of the shapes tried there).
 //   The float32 forward marks its loads of x evict_last for L2, as torch.compile's Triton kernels
 //   mark the loads of a tensor read again, so x's lines outlast y's there and the next kernel that
-//   reads x (the backward, the next call) finds part of it in L2: forward 97.3-97.7 -> 98.7 % at
-//   65536x1024, 16384x4096 and 4096x16384, and the training step's backward 102.6-103.0 -> 103.2-
-//   103.4. Loads marked evict_first, or taken through the non-coherent cache without L1, lost 2
-//   points; streaming stores (st.global.cs) gained 0.4-0.9 forward but cost the backward a point.
+//   reads x (the backward, the next call) finds part of it in L2. Loads marked evict_first, or
+//   taken through the non-coherent cache without L1, were slower; streaming stores (st.global.cs)
+//   helped the forward but cost the backward more, so the stores stay plain.
 template <typename scalar_t, int kArity, bool kFastMemory>
 constexpr Shape launch_shape() {
   if constexpr (!kFastMemory) {
@@ -189,8 +184,7 @@ bool is_aligned(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) 
 // Runs elementwise_kernel on the current stream in its launch_shape, one block per shape.threads *
 // shape.packs packs: the hardware hands a new block to an SM as soon as one retires, so no SM
 // waits at the end. (A grid of only the blocks the GPU holds at once, each looping over the
-// tensor, measured 89 / 94 % of copy in float32 and 81-87 % forward in float16/bfloat16 on the
-// H100, against 94-96 / 102-103 % and 91-92 %.)
+// tensor, was slower in every dtype and direction.)
 template <bool kFastMemory, typename scalar_t, int kArity, typename Op>
 void launch_shaped(Op op, Inputs<scalar_t, kArity> in, scalar_t* out, int64_t n) {
   constexpr Shape shape = launch_shape<scalar_t, kArity, kFastMemory>();

@@ -1,7 +1,7 @@
 // How fast the GPU's memory feeds each SM: the one fact about the hardware the kernels' launch
 // code asks for. A memory-bound kernel keeps an SM's share of the bandwidth busy only with enough
-// bytes in flight, and a GPU whose memory is faster per SM needs more of them (the H200 against
-// the H100: the same SMs, 1.4 times the bandwidth), so the launch code takes other shapes there.
+// bytes in flight, and a GPU whose memory is faster per SM (the same SMs fed by more bandwidth)
+// needs more of them, so the launch code takes other shapes there.
 #pragma once
 
 #include <ATen/cuda/CUDAContext.h>
@@ -11,9 +11,9 @@
 
 namespace cuop_my_cuda_op {
 
-// Memory bandwidth per SM above which a GPU takes the launch shapes measured on the H200: peak
-// bandwidth (twice the memory clock, times the bus width) over the SM count; H100 SXM 25 GB/s,
-// H200 37.
+// Memory bandwidth per SM above which a GPU takes the launch shapes tuned for fast memory: peak
+// bandwidth (twice the memory clock, times the bus width) over the SM count. The threshold lies
+// between the GPUs the two sets of shapes were tuned on (the template's performance page).
 constexpr double kFastMemoryPerSm = 30e9;
 
 // Whether the current GPU's memory bandwidth per SM is above kFastMemoryPerSm; asked once per

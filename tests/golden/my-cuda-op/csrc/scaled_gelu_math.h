@@ -42,7 +42,7 @@ C10_HOST_DEVICE acc_t fast_div(acc_t a, acc_t b) {
 #ifdef __CUDACC__
 // The logistic function in double on the GPU, 1 / (1 + exp(-2u)), in about 25 double-precision
 // instructions where CUDA's exp and IEEE division take about 40: the float64 kernels were bound by
-// them, not by memory (H200, % of copy forward / backward: 89-90 / 88-91 -> 96 / 102).
+// them, not by memory.
 //
 // With e = exp(-2|u|) in (0, 1], the logistic is 1 / (1 + e) for u >= 0 and e / (1 + e) for u < 0,
 // so exp only ever sees arguments <= 0 and the division a denominator in [1, 2]:
