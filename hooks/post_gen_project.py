@@ -15,6 +15,10 @@ ANSWERS_JSON = r"""{{ cookiecutter | tojson }}"""
 
 def next_steps(answers: dict) -> str:
     slug, package, op = answers["project_slug"], answers["package_name"], answers["op_name"]
+    if answers["kernel"] == "elementwise":
+        change = f"The op is declared in {package}/ops/{op}.py, its math is in csrc/ops/{op}.h"
+    else:
+        change = f"Change the math in csrc/{op}_math.h and {package}/reference.py"
     return f"""
 Created {slug}/ with the op {package}.{op}.
 
@@ -26,7 +30,7 @@ Next steps:
   pytest                                              # CUDA tests skip where there is no GPU
   python benchmarks/benchmark.py                      # GB/s against eager PyTorch and torch.compile
 
-Change the math in csrc/{op}_math.h and {package}/reference.py; README.md explains the layout.
+{change}; README.md explains the layout.
 """
 
 

@@ -8,7 +8,8 @@ Only the answers are checked: spelling, keywords, and the modules a name would s
 collide with a name of the generated code, by construction (docs/template.md; tests/test_construction.py
 checks it): its C++ and torch.library names live in the namespace cuop_<package_name>, a prefix no
 header and no torch namespace uses; the template's Python names beside an answer are private; and
-its own files take names no op name can spell (csrc/_registration.cpp, tests/test_op.py).
+its own files take names no op name can spell (csrc/_registration.cpp, tests/test_ops.py beside
+tests/test_op_<op>.py).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def defines(source: Path, options: dict) -> list[str]:
 
 
 def command(source: Path, options: dict, obj: Path) -> list[str]:
-    common = include_flags() + defines(source, options) + [bake.torch_cxx_standard()]
+    common = [f"-I{csrc_of(source)}", *include_flags(), *defines(source, options), bake.torch_cxx_standard()]
     if source.suffix == ".cu":
         nvcc = os.path.join(torch_extension.CUDA_HOME or "/usr/local/cuda", "bin", "nvcc")
         return [nvcc, *torch_extension.COMMON_NVCC_FLAGS, ARCH, "-O0", *common, "-Xcompiler", "-fPIC",
@@ -49,11 +49,32 @@ def command(source: Path, options: dict, obj: Path) -> list[str]:
     return ["g++", "-fsyntax-only", "-Wall", "-Werror=return-type", *common, str(source)]
 
 
+def csrc_of(source: Path) -> Path:
+    """The project's csrc/, setup.py's include path (a source outside a project: its own folder)."""
+    return next((p for p in source.parents if p.name == "csrc"), source.parent)
+
+
+def local_headers(source: Path) -> list[Path]:
+    """The project's headers a source includes, directly or through another (found beside the
+    includer or under csrc/, as setup.py's include path has it)."""
+    found: dict[Path, None] = {}
+    pending = [source]
+    while pending:
+        current = pending.pop()
+        for name in INCLUDE.findall(current.read_text()):
+            for candidate in (current.parent / name, csrc_of(source) / name):
+                if candidate.is_file() and candidate not in found:
+                    found[candidate] = None
+                    pending.append(candidate)
+                    break
+    return sorted(found)
+
+
 def unit_key(source: Path, options: dict) -> str:
     """Identity of one compilation: the source, the local headers it includes, the defines."""
     digest = hashlib.sha256(source.read_bytes())
-    for header in sorted(INCLUDE.findall(source.read_text())):
-        digest.update((source.parent / header).read_bytes())
+    for header in local_headers(source):
+        digest.update(header.read_bytes())
     digest.update(" ".join(defines(source, options)).encode())
     return f"{source.suffix}:{digest.hexdigest()}"
 
@@ -70,7 +91,7 @@ def test_every_distinct_source_compiles(rendered_matrix, tmp_path):
     for name, (options, project) in rendered_matrix.items():
         if not compiled_here(options):
             continue
-        for source in sorted((project / "csrc").glob("*.c*")):
+        for source in sorted(p for p in (project / "csrc").rglob("*.c*") if p.suffix in (".cpp", ".cu")):
             units.setdefault(unit_key(source, options), (source, options, name))
     # 2 kernels x the dtype sets compiled here (8, or 2 in CI) of .cu files, at least.
     assert sum(key.startswith(".cu:") for key in units) >= 2 * (8 if EVERY_COMBINATION else 2)

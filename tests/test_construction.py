@@ -80,7 +80,7 @@ def test_no_header_name_and_no_torch_namespace_starts_with_the_prefix(rendered_m
     """Every system header any combination includes, preprocessed as g++ (.cpp) and nvcc (.cu) see it."""
     headers = {".cpp": set(), ".cu": set()}
     for _, project in rendered_matrix.values():
-        for source in (project / "csrc").iterdir():
+        for source in (p for p in (project / "csrc").rglob("*") if p.is_file()):
             kind = ".cu" if source.suffix in (".cu", ".cuh") else ".cpp"
             headers[kind] |= set(SYSTEM_INCLUDE.findall(source.read_text()))
     headers[".cu"] |= headers[".cpp"] | {"cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h"}
@@ -118,8 +118,9 @@ def test_adversarial_names_render_and_compile(tmp_path):
     units = []
     for options, names in ADVERSARIAL:
         project = bake.render(options, tmp_path / names["package_name"], **names)
-        assert f"namespace {PREFIX}{names['package_name']} {{" in (project / "csrc" / f"{names['op_name']}.h").read_text()
-        units += [(source, options) for source in sorted((project / "csrc").glob("*.c*"))]
+        header = next(p for p in (project / "csrc").rglob(f"{names['op_name']}.h"))
+        assert f"namespace {PREFIX}{names['package_name']} {{" in header.read_text()
+        units += [(s, options) for s in sorted((project / "csrc").rglob("*")) if s.suffix in (".cpp", ".cu")]
 
     def compile_one(unit):
         source, options = unit
@@ -181,37 +182,42 @@ def test_python_scopes_keep_the_answers_apart(probes):
     """Outside the package no scope binds a name made from an answer; inside it, no template name
     beside one has a form an accepted answer makes. (A __future__ import is a compiler directive:
     its binding is never read, and a def of that name replaces it.)"""
+    public: set[str] = set()
     for project in probes:
         package = project / PROBE_PACKAGE
-        submodules = {p.stem for p in package.iterdir() if p.suffix == ".py" and p.stem != "__init__"}
-        assert pre_gen.PACKAGE_MODULES == {m for m in submodules if not m.startswith("_")}
+        submodules = {p.stem for p in package.iterdir() if p.suffix == ".py" or p.is_dir() and p.name != "__pycache__"}
+        public.update(m for m in submodules if not m.startswith("_") and m != "__init__")
         for path in sorted(project.rglob("*.py")):
             for scope, names in bindings(path).items():
                 answers = {n for n in names if made_from_answers(n)}
                 where = f"{path.relative_to(project)} {scope}"
-                assert path.parent == package or not answers, f"{where} binds a name made from an answer: {answers}"
+                inside = path.parent == package or path.parent.parent == package
+                assert inside or not answers, f"{where} binds a name made from an answer: {answers}"
                 for made in answers:
                     for other in names - answers - {"annotations"}:
                         match = form(made).fullmatch(other)
                         assert not match or refused(match), f"{where}: {made} would be {other}, an accepted answer"
+    assert public == pre_gen.PACKAGE_MODULES, "the hook's PACKAGE_MODULES must be the package's public submodules"
 
 
 CPP_NOISE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\])*"', re.S)  # comments and string literals
 
 
 def test_cpp_names_made_from_answers_meet_no_template_name(probes):
-    """In C++ code (comments and strings aside) neither answer is a name by itself, and no name the
     template declares or uses has the form of one made from an answer (cuop_<package>, <op>_fwd, ...)."""
     for project in probes:
-        for source in sorted((project / "csrc").iterdir()):
+        sources = sorted(p for p in (project / "csrc").rglob("*") if p.is_file())
+        made_somewhere = False
+        for source in sources:
             tokens = set(IDENT.findall(CPP_NOISE.sub(" ", source.read_text())))
             assert not tokens & {PROBE_PACKAGE, PROBE_OP, PROBE_CLASS}, source.name
             answers = {t for t in tokens if made_from_answers(t)}
-            assert answers, source.name
+            made_somewhere = made_somewhere or bool(answers)
             for made in answers:
                 for other in tokens - answers:
                     match = form(made).fullmatch(other)
                     assert not match or refused(match), f"{source.name}: {made} would be {other}"
+        assert made_somewhere, "no C++ name was made from the answers: the probes did not reach the sources"
 
 
 def test_file_names_made_from_answers_meet_the_template_only_for_refused_names(probes):

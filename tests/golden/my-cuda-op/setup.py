@@ -5,6 +5,8 @@ Environment:
                         GPUs of this machine (the dev loop: one architecture, the fastest build), or
                         DEFAULT_ARCH_LIST on a machine without one (CI, wheels for others' GPUs).
   DEBUG=1               -O0 with host and device debug info (-g -G), for cuda-gdb and compute-sanitizer.
+  OP_DTYPE=float32      build the kernels for float32 only: a faster edit-build loop (the other dtypes
+                        are then refused with the usual message).
   MAX_JOBS              parallel compile jobs for ninja.
 """
 
@@ -25,6 +27,7 @@ DEFAULT_ARCH_LIST = "8.0;8.6;9.0;10.0;12.0+PTX"
 # torch_library builds use only the stable Python ABI: one wheel serves every Python >= 3.10.
 PY_LIMITED_API = True
 DEBUG = os.environ.get("DEBUG", "0") == "1"
+ONLY_FLOAT32 = os.environ.get("OP_DTYPE", "") == "float32"
 # torch 2.11 is the first release whose PyPI wheels are built with CUDA 13 (older ones need a CUDA 12
 # toolkit, which is not tested). Tested: torch 2.11 and the newest torch on PyPI.
 OLDEST_TORCH = (2, 11)
@@ -84,9 +87,13 @@ def extension() -> CUDAExtension:
     nvcc_flags = ["-O0", "-g", "-G"] if DEBUG else ["-O3", "-lineinfo"]
     if PY_LIMITED_API:
         cxx_flags.append("-DPy_LIMITED_API=0x030A0000")
+    if ONLY_FLOAT32:
+        cxx_flags.append("-DOP_ONLY_FLOAT32")
+        nvcc_flags.append("-DOP_ONLY_FLOAT32")
     return CUDAExtension(
         name="my_cuda_op._C",
-        sources=sorted(glob.glob("csrc/*.cpp") + glob.glob("csrc/*.cu")),
+        sources=sorted(glob.glob("csrc/**/*.cpp", recursive=True) + glob.glob("csrc/**/*.cu", recursive=True)),
+        include_dirs=[os.path.abspath("csrc")],
         extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
         py_limited_api=PY_LIMITED_API,
     )

@@ -1,14 +1,22 @@
-"""scaled_gelu: a custom CUDA operator for PyTorch, y = scale * gelu(x)."""
+"""My CUDA Op: custom CUDA operators for PyTorch.
+
+Each op is declared in ops/<op>.py and registered below: the function and the module it gives are
+the package's public API. The tests and the benchmark cover every op in OPS.
+"""
 
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from .modules import ScaledGelu
-from .ops import scaled_gelu
+from ._registration import register as _register
+from .ops import scaled_gelu as _scaled_gelu
+
+OPS = (_scaled_gelu.INTERFACE,)
+
+scaled_gelu, ScaledGelu = _register(_scaled_gelu.INTERFACE)
 
 try:
     __version__ = _version("my-cuda-op")
 except _PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["ScaledGelu", "scaled_gelu"]
+__all__ = ["OPS", "ScaledGelu", "scaled_gelu"]

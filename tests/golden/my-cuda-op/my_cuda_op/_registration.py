@@ -1,35 +1,144 @@
-"""Registers the fake kernels of the scaled_gelu ops with torch.library.
-
-The schema, the device kernels and the autograd formula are registered in C++
-(csrc/_registration.cpp) when the extension loads; what tracing needs from Python is added here.
+"""Connects each declared op (ops/) to torch and makes its public function and module.
+The schemas ``<op>_fwd`` / ``<op>_bwd`` are defined here from the declaration, with fake
+(shape-only) kernels for torch.compile, FakeTensor and opcheck; the device kernels and the forward's
+autograd kernel are registered in C++ (csrc/op.cpp) when the extension loads.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import _C  # noqa: F401  (loading the library runs its TORCH_LIBRARY registrations)
+try:  # the compiled extension (csrc/)
+    from . import _C
+except ImportError as _error:  # not built, or built for another Python or torch: Python's own message misleads
+    raise ImportError(
+        "my_cuda_op._C, the compiled extension, did not load. Build it for this Python and torch: "
+        "pip install --no-build-isolation -e . (python doctor.py checks the tools); an extension built for "
+        f"another Python or torch version must be rebuilt. ({_error})"
+    ) from _error
 
-_ops = torch.ops.cuop_my_cuda_op
-_FORWARD = "cuop_my_cuda_op::scaled_gelu_fwd"
-_BACKWARD = "cuop_my_cuda_op::scaled_gelu_bwd"
+from ._interface import Op
 
-
-def forward(x: torch.Tensor, scale: float) -> torch.Tensor:
-    return _ops.scaled_gelu_fwd.default(x, scale)
-
-
-def backward(grad_out: torch.Tensor, saved: torch.Tensor, scale: float) -> torch.Tensor:
-    return _ops.scaled_gelu_bwd.default(grad_out, saved, scale)
-
-
-# Output metadata without running a kernel: lets torch.compile, FakeTensor and opcheck trace the op.
-# The kernels always return a new contiguous tensor, so the fakes do too.
-@torch.library.register_fake(_FORWARD)
-def _(x: torch.Tensor, scale: float) -> torch.Tensor:
-    return x.new_empty(x.shape)
+NAMESPACE = "cuop_my_cuda_op"
+_LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
 
 
-@torch.library.register_fake(_BACKWARD)
-def _(grad_out: torch.Tensor, saved: torch.Tensor, scale: float) -> torch.Tensor:
-    return saved.new_empty(saved.shape)
+def _fakes(op: Op):
+    """The forward's and the backward's outputs, metadata only: new contiguous tensors, as the kernels return."""
+
+    def forward(*args):
+        x = args[0]
+        outputs = [x.new_empty(op.output_shape(t, x.shape)) for t in op.outputs]
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def backward(*args):
+        # The backward's tensors: a gradient per output, then the saved ones. A gradient of an input
+        # has that input's shape, which every tensor of x's shape among them shares.
+        tensors = [t for t in args if isinstance(t, torch.Tensor)]
+        described = list(op.outputs) + list(op.saved())
+        full = next(t for t, d in zip(tensors, described) if not d.per_row)
+        grads = [full.new_empty(full.shape) for _ in op.grad_inputs]
+        return grads[0] if len(grads) == 1 else tuple(grads)
+
+    return forward, backward
+
+
+def _split(op: Op, args: tuple) -> tuple[list[torch.Tensor], list]:
+    n = len(op.inputs)
+    return list(args[:n]), list(args[n:])
+
+
+def _kernels(op: Op):
+    """Defines the op's schemas and fake kernels; returns the forward's and the backward's op."""
+    _LIBRARY.define(op.forward_schema())
+    _LIBRARY.define(op.backward_schema())
+    fake_forward, fake_backward = _fakes(op)
+    torch.library.register_fake(f"{NAMESPACE}::{op.name}_fwd", fake_forward, lib=_LIBRARY)
+    torch.library.register_fake(f"{NAMESPACE}::{op.name}_bwd", fake_backward, lib=_LIBRARY)
+    ops = getattr(torch.ops, NAMESPACE)
+    return getattr(ops, f"{op.name}_fwd").default, getattr(ops, f"{op.name}_bwd").default
+
+
+def _function(op: Op, forward):
+    """The public function, with the declared signature; it refuses scalars outside their range."""
+    lines = [f"def {op.name}({op.signature_text()}):"]
+    for s in op.params:
+        lines.append(f"    {s.name} = {s.type.__name__}({s.name})")
+        if s.describe_range() != "any value":
+            lines.append(f"    if not _params[{s.name!r}].valid({s.name}):")
+            lines.append(f"        raise _out_of_range({s.name!r}, {s.name})")
+    call = ", ".join([t.name for t in op.inputs] + [s.name for s in op.params])
+    lines.append(f"    return _forward({call})")
+    params = {s.name: s for s in op.params}
+
+    def out_of_range(name, value) -> ValueError:
+        return ValueError(f"{op.name}: {name}={value!r} is outside its range ({params[name].describe_range()}); pass a value in it")
+
+    namespace = {"_forward": forward, "_params": params, "_out_of_range": out_of_range}
+    exec("\n".join(lines), namespace)  # noqa: S102 - the source is made from the declaration above
+    function = namespace[op.name]
+    inputs = ", ".join(t.name for t in op.inputs)
+    outputs = ", ".join(t.name for t in op.outputs)
+    described = "".join(
+        f"\n        {s.name}: {s.type.__name__}, default {s.default!r} ({s.describe_range()})." for s in op.params
+    )
+    function.__doc__ = f"""Return ``{op.math}``, computed by the custom kernels.
+
+    Differentiable with respect to {", ".join(t.name for t in op.grad_inputs)}. Works on CUDA tensors
+    (and CPU tensors when the project has CPU kernels) of dtype float32, float16, bfloat16, float64; float16
+    and bfloat16 are computed in float32. Non-contiguous inputs are copied to contiguous memory first.
+
+    Args:
+        {inputs}: the input tensors, of one dtype and device.{described}
+
+    Returns:
+        {outputs}: new contiguous tensors of the inputs' dtype and device.
+
+    Raises:
+        RuntimeError: for an unsupported device, dtype or shape, with what to do instead.
+        ValueError: for a scalar outside its range.
+    """
+    function.__module__ = "my_cuda_op"
+    return function
+
+
+def _module(op: Op, function):
+    """An nn.Module that holds the op's scalars and applies the op to its inputs."""
+    names = [s.name for s in op.params]
+    init = [f"def __init__(self, {', '.join(f'{s.name}={s.default!r}' for s in op.params)}):"]
+    if not op.params:
+        init = ["def __init__(self):"]
+    init.append("    torch.nn.Module.__init__(self)")
+    init += [f"    self.{name} = {s.type.__name__}({name})" for name, s in zip(names, op.params)]
+    inputs = ", ".join(t.name for t in op.inputs)
+    call = ", ".join([t.name for t in op.inputs] + [f"self.{name}" for name in names])
+    source = "\n".join(init) + f"\ndef forward(self, {inputs}):\n    return _function({call})\n"
+    namespace = {"torch": torch, "_function": function}
+    exec(source, namespace)  # noqa: S102 - the source is made from the declaration above
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+
+    return type(
+        op.class_name,
+        (torch.nn.Module,),
+        {
+            "__init__": namespace["__init__"],
+            "forward": namespace["forward"],
+            "extra_repr": extra_repr,
+            "__doc__": f"Applies ``{op.math}``. See :func:`my_cuda_op.{op.name}`.",
+            "__module__": "my_cuda_op",
+        },
+    )
+
+
+# Each op's backward, by name: the tests call it directly (its checks, its errors).
+BACKWARDS: dict = {}
+
+
+def register(op: Op):
+    """Connects one op to torch: returns its public function and its module."""
+    forward, backward = _kernels(op)
+    BACKWARDS[op.name] = backward
+    function = _function(op, forward)
+    return function, _module(op, function)

@@ -1,11 +1,13 @@
-"""Property-based tests (hypothesis): on any shape, layout, dtype and device, the op matches its
-float64 reference, forward and backward, or raises a RuntimeError that says what is wrong (a dtype
-without kernels, a device without kernels, a 0-d tensor for a row op); never a crash.
+"""Property-based tests (hypothesis), for every op of the package: on any shape, layout, dtype, device
+and declared scalar value, the op matches its float64 reference, forward and backward, or raises a
+RuntimeError that says what is wrong (a dtype without kernels, a device without kernels, a 0-d
+tensor for a row op); never a crash.
 
 Shapes include 0 rows, width 1, odd and prime widths and widths over 65536; layouts include
 transposed and strided views, expanded (stride 0) views and views at a storage offset (16-byte
-aligned or not). Example counts: HYPOTHESIS_PROFILE=ci (the default: quick, for CPU-only
-machines) or HYPOTHESIS_PROFILE=gpu (more examples and larger tensors, for a GPU machine).
+aligned or not). The scalars are drawn from each one's declared default and examples. Example
+counts: HYPOTHESIS_PROFILE=ci (the default: quick, for CPU-only machines) or HYPOTHESIS_PROFILE=gpu
+(more examples and larger tensors, for a GPU machine).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import os
 
 import pytest
 import torch
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import CPU_IMPL, DTYPES, KERNEL, TOLERANCES, op, poison_allocator, raw_backward, reference
+from support import CPU_IMPL, DTYPES, OP_NAMES, OPS, check_backward, check_forward, function, poison_allocator
 
 PROFILES = {
     # name: (examples per test, most elements in one tensor)
@@ -52,7 +54,8 @@ NO_DIMENSIONS = r"at least one dimension"
 
 @st.composite
 def calls(draw):
-    """(device, dtype, shape, layout, storage offset, input std, scale, seed) of one call."""
+    """(op, device, dtype, shape, layout, storage offset, scalars, seed) of one call."""
+    op = OPS[draw(st.sampled_from(OP_NAMES))]
     device = draw(st.sampled_from(DEVICES))
     # Mostly the dtypes with kernels; now and then one without, which must be refused.
     dtype = draw(st.sampled_from(DTYPES * 4 + ALL_DTYPES))
@@ -68,19 +71,21 @@ def calls(draw):
             shape = (width,)
     layout = draw(st.sampled_from(LAYOUTS if len(shape) >= 2 else ["contiguous", "offset", "strided"]))
     offset = draw(st.integers(1, 9))
-    std = draw(st.sampled_from([0.1, 1.0, 3.0, 20.0]))
-    scale = draw(st.sampled_from([1.0, 0.75, -1.5, 0.0, 3.0, 1e-3]))
+    params = {s.name: draw(st.sampled_from((s.default, *s.examples))) for s in op.params}
     seed = draw(st.integers(0, 2**31 - 1))
-    return device, dtype, shape, layout, offset, std, scale, seed
+    return op, device, dtype, shape, layout, offset, params, seed
 
 
-def make_input(shape, dtype, device, layout, offset, std, seed) -> torch.Tensor:
-    """A tensor of this shape in the given memory layout, with values from the seed."""
+def make_input(tensor, shape, dtype, device, layout, offset, seed) -> torch.Tensor:
+    """A tensor of this shape in the given memory layout, with values of the input's domain from the seed."""
     gen = torch.Generator().manual_seed(seed)
-    if dtype.is_floating_point:
-        values = (torch.randn(shape, generator=gen, dtype=torch.float64) * std).to(dtype)
-    else:
+    if not dtype.is_floating_point:
         values = torch.randint(-5, 6, shape, generator=gen).to(dtype)
+    elif tensor.domain is None:
+        values = (torch.randn(shape, generator=gen, dtype=torch.float64) * 3.0).to(dtype)
+    else:
+        low, high = tensor.domain
+        values = (torch.rand(shape, generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype)
     values = values.to(device)
     if layout == "offset":  # contiguous, `offset` elements into its storage: mostly not 16-byte aligned
         storage = torch.zeros(offset + values.numel(), dtype=dtype, device=device)
@@ -99,69 +104,27 @@ def make_input(shape, dtype, device, layout, offset, std, seed) -> torch.Tensor:
     return values
 
 
-def expected_refusal(device, dtype, shape) -> str | None:
+def expected_refusal(op, device, dtype, shape) -> str | None:
     """The reasons a call must be refused for (any of them), or None when it must run."""
     reasons = []
     if dtype not in DTYPES:
         reasons.append(NO_KERNELS_FOR_DTYPE)
     if device == "cpu" and not CPU_IMPL:
         reasons.append(NO_KERNELS_FOR_DEVICE)
-    if KERNEL == "rowwise" and len(shape) == 0:
+    if op.kind == "rowwise" and len(shape) == 0:
         reasons.append(NO_DIMENSIONS)
     return "|".join(reasons) or None
 
 
 @given(calls())
-# A case this test found: the rowwise CPU kernel, adding a float32 row of 65537 terms one after
-# another in float, drifted 1e-4 from the exact sum (its row sums are kept in double since).
-@example(("cpu", torch.float32, (1, 65537), "contiguous", 1, 3.0, -1.5, 1))
 def test_matches_float64_reference_or_refuses(call):
-    device, dtype, shape, layout, offset, std, scale, seed = call
-    x = make_input(shape, dtype, device, layout, offset, std, seed)
-    refusal = expected_refusal(device, dtype, shape)
+    op, device, dtype, shape, layout, offset, params, seed = call
+    inputs = [make_input(t, shape, dtype, device, layout, offset, seed + i) for i, t in enumerate(op.inputs)]
+    refusal = expected_refusal(op, device, dtype, shape)
     if refusal:
         with pytest.raises(RuntimeError, match=refusal):
-            op(x, scale)
+            function(op)(*inputs, **params)
         return
-
-    # The input itself, in its layout, is the leaf the gradient is taken for.
-    x = x.detach().requires_grad_()
     poison_allocator(shape, dtype, device)
-    y = op(x, scale)
-    assert (y.shape, y.dtype, y.device) == (x.shape, x.dtype, x.device)
-    x64 = x.detach().double().requires_grad_()
-    y64 = reference(x64, scale)
-    torch.testing.assert_close(y, y64.to(dtype), **TOLERANCES[dtype], msg=lambda m: f"forward, {call}: {m}")
-
-    grad_out = make_input(shape, dtype, device, "contiguous", 0, 1.0, seed + 1)
-    (grad_x,) = torch.autograd.grad(y, x, grad_out)
-    (expected,) = torch.autograd.grad(y64, x64, grad_out.double())
-    # The gradient is scale times values computed from the saved tensor in the input's dtype (as
-    # torch's own ops do), so its rounding error grows with |scale|: so does the tolerance.
-    grad_tolerance = {name: bound * max(1.0, abs(scale)) for name, bound in TOLERANCES[dtype].items()}
-    torch.testing.assert_close(grad_x, expected.to(dtype), **grad_tolerance, msg=lambda m: f"backward, {call}: {m}")
-
-
-SMALL_SHAPES = st.lists(st.integers(1, 9), min_size=1, max_size=3).map(tuple)
-
-
-@given(
-    device=st.sampled_from(DEVICES),
-    dtype=st.sampled_from(DTYPES),
-    shape=SMALL_SHAPES,
-    other=SMALL_SHAPES,
-    same=st.booleans(),
-)
-def test_backward_refuses_mismatched_inputs(device, dtype, shape, other, same):
-    """The backward op checks its two inputs against each other before any kernel runs."""
-    other = shape if same else other
-    grad_out = torch.ones(other, dtype=dtype, device=device)
-    saved = torch.ones(shape, dtype=dtype, device=device)
-    if device == "cpu" and not CPU_IMPL:
-        with pytest.raises(RuntimeError, match=NO_KERNELS_FOR_DEVICE):
-            raw_backward(grad_out, saved, 1.0)
-    elif shape != other:
-        with pytest.raises(RuntimeError, match="they must have the same shape"):
-            raw_backward(grad_out, saved, 1.0)
-    else:
-        assert raw_backward(grad_out, saved, 1.0).shape == shape
+    check_forward(op, inputs, params)
+    check_backward(op, inputs, params)

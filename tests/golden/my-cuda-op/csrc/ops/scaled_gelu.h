@@ -1,5 +1,7 @@
-// The math of scaled_gelu, shared by the CUDA and the CPU kernels: edit it here, and the
-// plain-PyTorch reference in my_cuda_op/reference.py to match.
+// The math of scaled_gelu, for the GPU and the CPU alike: the functors the elementwise engine
+// calls per element. The op's interface (its tensors and scalars) is declared in
+// my_cuda_op/ops/scaled_gelu.py, with the float64 reference the tests compare
+// against; a functor's fields are the scalars, in the declaration's order.
 //
 //   forward:  y  = scale * gelu(x), GELU in its tanh approximation (Hendrycks & Gimpel, 2016)
 //   backward: dx = dy * scale * gelu'(x)
@@ -12,7 +14,10 @@
 #include <cmath>
 #include <type_traits>
 
-namespace cuop_my_cuda_op {
+#include "op.h"
+
+// The op's own namespace: each op's helpers (GeluTanh here) stay apart from every other op's.
+namespace cuop_my_cuda_op::scaled_gelu_op {
 
 // exp and division in float on the GPU use the hardware's approximations (one MUFU instruction
 // each, relative error near 1e-6 here) instead of the correctly rounded library functions (about
@@ -100,18 +105,19 @@ struct GeluTanh {
   }
 };
 
-// Forward of one element: scale * x * s.
+// Forward of one element, y from x: scale * x * s.
 template <typename acc_t>
-struct ScaledGeluForward {
+struct Forward {
   acc_t scale;
 
   C10_HOST_DEVICE acc_t operator()(acc_t x) const { return scale * x * GeluTanh<acc_t>::logistic(x); }
 };
 
-// Backward of one element: the incoming gradient dy and the saved input x give dx. With
+// Backward of one element: the gradient dy of y and the saved input x give dx (the backward's
+// values come in the declaration's order: the outputs' gradients, then the saved tensors). With
 // s = 0.5 * (1 + tanh(u)), 0.5 * (1 - tanh(u)^2) = 2 s (1 - s), so gelu'(x) = s + 2 x s (1 - s) u'(x).
 template <typename acc_t>
-struct ScaledGeluBackward {
+struct Backward {
   acc_t scale;
 
   C10_HOST_DEVICE acc_t operator()(acc_t dy, acc_t x) const {
@@ -120,4 +126,4 @@ struct ScaledGeluBackward {
   }
 };
 
-}  // namespace cuop_my_cuda_op
+}  // namespace cuop_my_cuda_op::scaled_gelu_op

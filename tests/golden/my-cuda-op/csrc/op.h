@@ -1,0 +1,206 @@
+// What every op of the package shares, whatever its math: a call's checked arguments, the
+// functors' conventions, the dtype dispatch and the registration of an op's kernels. An op is
+// declared once, in my_cuda_op/ops/<op>.py (its tensors, scalars and what its backward
+// saves); the schemas made from that declaration are what this code reads, so nothing here or in
+// an op's C++ repeats the op's signature.
+//
+// An op's math is a pair of functor templates on acc_t (float for float16/bfloat16/float32, double
+// for float64): the forward's and the backward's. A functor's fields are the op's scalar
+// parameters, in the declaration's order; it is built as Functor<acc_t>{scale, ...}. Its engine
+// (engine/) calls it per element and says what it takes.
+#pragma once
+
+#include <ATen/Dispatch_v2.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/function_schema.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/macros/Macros.h>
+#include <c10/util/Exception.h>
+
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// Every C++ name of the project is in this namespace, which is also its torch.library namespace
+// (torch.ops.cuop_my_cuda_op). The cuop_ prefix is the project's own: no name declared or
+// macro defined by the headers the sources include (C and C++ libraries, CUDA, pybind11, torch)
+// and no op namespace of torch starts with it, so no package name can make it collide; the
+// template's tests check that prefix against those headers.
+namespace cuop_my_cuda_op {
+
+// The dtypes the kernels are built for. setup.py narrows them to one while iterating
+// (OP_DTYPE=float32 pip install ...), so that an edit recompiles one instantiation, not four.
+#if defined(OP_ONLY_FLOAT32)
+#define OP_DTYPES at::kFloat
+#else
+#define OP_DTYPES at::kFloat, at::kHalf, at::kBFloat16, at::kDouble
+#endif
+
+// What a functor returns for M outputs (M = 1: the value itself).
+template <typename T, int kCount>
+struct Values {
+  T value[kCount];
+  C10_HOST_DEVICE T& operator[](int i) { return value[i]; }
+  C10_HOST_DEVICE const T& operator[](int i) const { return value[i]; }
+};
+
+// One call of an op, as the dispatcher (or the pybind11 module) hands it over: its schema (for the
+// names in messages), its tensors and its scalars, each in the schema's order; reread: the inputs
+// will be read again soon (a forward whose backward reads one of them), which the engines may
+// tell the cache.
+struct Call {
+  const c10::FunctionSchema* schema = nullptr;
+  std::vector<at::Tensor> tensors;
+  std::vector<c10::Scalar> scalars;
+  bool reread = false;
+};
+
+// Checks shared by every engine (op.cpp): each tensor defined, of a dtype this build has kernels
+// for, on a device it has kernels for, all on one device with one dtype; and the functor's inputs,
+// outputs and parameters against the schema. The engines add their shape rules.
+void check_call(const Call& call, int inputs, int outputs, int params);
+void check_same_shapes(const Call& call);
+std::vector<at::Tensor> outputs_like_first(const Call& call, int count);
+// Whether a forward's inputs are read again by its backward (a backward argument of the same name).
+bool backward_reads_inputs(const c10::FunctionSchema& forward, const c10::FunctionSchema& backward);
+
+namespace detail {
+
+template <typename Functor>
+struct AccOf;
+template <template <typename> class Functor, typename acc_t>
+struct AccOf<Functor<acc_t>> {
+  using type = acc_t;
+};
+
+constexpr int kMaxArity = 6;
+
+template <typename T, size_t>
+using Repeat = T;
+
+template <typename Op, typename acc_t, typename Seq>
+struct InvocableWith;
+template <typename Op, typename acc_t, size_t... kI>
+struct InvocableWith<Op, acc_t, std::index_sequence<kI...>> : std::is_invocable<const Op&, Repeat<acc_t, kI>...> {};
+
+// How many values the functor's operator() takes (0: none from 1 to kMaxArity).
+template <typename Op, int kN = 1>
+constexpr int arity() {
+  if constexpr (kN > kMaxArity) {
+    return 0;
+  } else if constexpr (InvocableWith<Op, typename AccOf<Op>::type, std::make_index_sequence<kN>>::value) {
+    return kN;
+  } else {
+    return arity<Op, kN + 1>();
+  }
+}
+
+template <typename Op, typename Seq>
+struct ResultOf;
+template <typename Op, size_t... kI>
+struct ResultOf<Op, std::index_sequence<kI...>> {
+  using type = std::decay_t<std::invoke_result_t<const Op&, Repeat<typename AccOf<Op>::type, kI>...>>;
+};
+
+template <typename T>
+struct ValueCount : std::integral_constant<int, 1> {};
+template <typename T, int kCount>
+struct ValueCount<Values<T, kCount>> : std::integral_constant<int, kCount> {};
+
+// A parameter on its way into a functor's field, of whatever type the field has.
+struct Param {
+  const c10::Scalar* scalar;
+  template <typename T>
+  operator T() const {  // NOLINT(google-explicit-constructor): converts into each field's type
+    return scalar->to<T>();
+  }
+};
+
+template <typename T, typename Seq, typename = void>
+struct BracesWith : std::false_type {};
+template <typename T, size_t... kI>
+struct BracesWith<T, std::index_sequence<kI...>, std::void_t<decltype(T{(void(kI), Param{})...})>> : std::true_type {};
+
+// A functor's fields: the most parameters it can be built from.
+template <typename T, int kN = 8>
+constexpr int field_count() {
+  if constexpr (kN == 0 || BracesWith<T, std::make_index_sequence<kN>>::value) {
+    return kN;
+  } else {
+    return field_count<T, kN - 1>();
+  }
+}
+
+template <typename Op, size_t... kI>
+Op make_functor(const std::vector<c10::Scalar>& scalars, std::index_sequence<kI...>) {
+  return Op{Param{&scalars[kI]}...};
+}
+
+template <typename acc_t, int kCount, typename Op, size_t... kI>
+C10_HOST_DEVICE Values<acc_t, kCount> apply(const Op& op, const acc_t* args, std::index_sequence<kI...>) {
+  if constexpr (kCount == 1) {
+    return {op(args[kI]...)};
+  } else {
+    return op(args[kI]...);
+  }
+}
+
+}  // namespace detail
+
+// What a functor takes and gives: its input values (one per input tensor), output values (one per
+// output tensor: it returns acc_t for one, Values<acc_t, M> for M) and parameters (its fields).
+template <typename Op>
+constexpr int kInputCount = detail::arity<Op>();
+template <typename Op>
+constexpr int kOutputCount =
+    detail::ValueCount<typename detail::ResultOf<Op, std::make_index_sequence<detail::arity<Op>()>>::type>::value;
+template <typename Op>
+constexpr int kParamCount = detail::field_count<Op>();
+
+// The functor's outputs for the values of one element.
+template <typename Op, typename acc_t, int kInputs>
+C10_HOST_DEVICE Values<acc_t, kOutputCount<Op>> apply(const Op& op, const acc_t (&args)[kInputs]) {
+  static_assert(kInputs == kInputCount<Op>, "one value per input tensor");
+  return detail::apply<acc_t, kOutputCount<Op>>(op, args, std::make_index_sequence<kInputs>{});
+}
+
+// Runs the functor Fn<acc_t> of one direction with Engine (engine/): checks, contiguous inputs, the
+// outputs, the dtype, the device.
+template <typename Engine, template <typename> class Fn>
+std::vector<at::Tensor> run(Call& call) {
+  using Probe = Fn<float>;
+  check_call(call, kInputCount<Probe>, kOutputCount<Probe>, kParamCount<Probe>);
+  Engine::check(call);
+  for (at::Tensor& t : call.tensors) {
+    t = t.contiguous();
+  }
+  const c10::OptionalDeviceGuard device_guard(call.tensors[0].device());
+  std::vector<at::Tensor> out = Engine::outputs(call, kOutputCount<Probe>);
+  AT_DISPATCH_V2(call.tensors[0].scalar_type(), "my_cuda_op", AT_WRAP([&] {
+                   using acc_t = at::opmath_type<scalar_t>;
+                   using Op = Fn<acc_t>;
+                   const Op op = detail::make_functor<Op>(call.scalars, std::make_index_sequence<kParamCount<Op>>{});
+                   Engine::template run<scalar_t>(op, call, out);
+                 }),
+                 OP_DTYPES);
+  return out;
+}
+
+// The kernels of one op on one device: Engine runs Forward<acc_t> for `<name>_fwd` and
+// Backward<acc_t> for `<name>_bwd`. An op's .cu (and its _cpu.cpp) call this once, at load time:
+//   const bool kRegistered = register_kernels<elementwise::Cuda, MyForward, MyBackward>("my_op", kCuda);
+enum Device { kCuda, kCpu };
+
+using Kernel = std::vector<at::Tensor> (*)(Call&);
+// Records one kernel of an op (op.cpp): `<name>_fwd` / `<name>_bwd` on a device.
+bool add_kernel(const std::string& name, Device device, Kernel kernel, bool forward);
+
+template <typename Engine, template <typename> class Forward, template <typename> class Backward>
+bool register_kernels(const char* op_name, Device device) {
+  return add_kernel(std::string(op_name) + "_fwd", device, &run<Engine, Forward>, /*forward=*/true) &&
+         add_kernel(std::string(op_name) + "_bwd", device, &run<Engine, Backward>, /*forward=*/false);
+}
+
+}  // namespace cuop_my_cuda_op
