@@ -45,7 +45,7 @@ DEPENDENCIES = frozenset("""torch torchgen functorch triton nvidia cuda numpy fi
     packaging pytest _pytest pluggy iniconfig hypothesis matplotlib cookiecutter""".split())
 # The generated project's own modules and folders beside the package (the root, tests/ and
 # benchmarks/ are on sys.path when their code runs); pytest also imports every tests/test_*.py.
-PROJECT_MODULES = frozenset("setup doctor benchmark benchmarks support conftest tests csrc build dist".split())
+PROJECT_MODULES = frozenset("setup doctor new_op benchmark benchmarks support conftest tests csrc build dist".split())
 PACKAGE_MODULES = frozenset({"ops", "modules", "reference"})  # the package's public submodules
 SUSPICIOUS = ("{" + "{", "{" + "%", "{" + "#", "$(", "`")  # template and shell syntax
 

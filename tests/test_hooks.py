@@ -193,11 +193,11 @@ def test_boolean_no_from_the_command_line_prunes(cookiecutter_cli, tmp_path):
     result = run_cookiecutter(cookiecutter_cli, tmp_path, "float64=no", "cpu_impl=off", "registration=pybind11")
     assert result.returncode == 0, result.stderr
     project = tmp_path / "out" / "my-cuda-op"
-    assert not (project / "tests" / "test_gradcheck.py").exists()
-    assert not (project / "tests" / "test_opcheck.py").exists()
-    assert not (project / "csrc" / "scaled_gelu_cpu.cpp").exists()
-    assert (project / "csrc" / "scaled_gelu_cuda.cu").exists()
-    assert "at::kDouble" not in (project / "csrc" / "scaled_gelu_cuda.cu").read_text()
+    generic = (project / "tests" / "test_ops.py").read_text()
+    assert "def test_gradcheck" not in generic and "def test_opcheck" not in generic
+    assert not (project / "csrc" / "ops" / "scaled_gelu_cpu.cpp").exists()
+    assert (project / "csrc" / "ops" / "scaled_gelu.cu").exists()
+    assert "at::kDouble" not in (project / "csrc" / "op.h").read_text()
     assert "Next steps" in result.stdout
 
 

@@ -48,13 +48,15 @@ def register(init: str, name: str) -> str:
     last_import = max(i for i, line in enumerate(lines) if line.startswith("from .ops import "))
     lines.insert(last_import + 1, f"from .ops import {name} as _{name}\n")
     text = "".join(lines)
-    text = re.sub(r"^OPS = \((.*)\)$", lambda m: f"OPS = ({m[1].rstrip(',')}, _{name}.INTERFACE)", text, flags=re.M)
+    listed = re.compile(r"^ALL_OPS = \((.*)\)$", re.M)
+    text = listed.sub(lambda m: f"ALL_OPS = ({m[1].rstrip(',')}, _{name}.INTERFACE)", text)
     lines = text.splitlines(keepends=True)
     last_register = max(i for i, line in enumerate(lines) if "= _register(" in line)
     lines.insert(last_register + 1, f"{name}, {class_name(name)} = _register(_{name}.INTERFACE)\n")
     text = "".join(lines)
-    return re.sub(r"^__all__ = \[(.*)\]$", lambda m: f'__all__ = [{m[1]}, "{class_name(name)}", "{name}"]', text,
-                  flags=re.M)
+    return re.sub(
+        r"^__all__ = \[(.*)\]$", lambda m: f'__all__ = [{m[1]}, "{class_name(name)}", "{name}"]', text, flags=re.M
+    )
 
 
 def main() -> int:

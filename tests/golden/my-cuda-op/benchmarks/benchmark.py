@@ -263,7 +263,7 @@ def check(op, dtype: torch.dtype, inputs: list) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    names = [op.name for op in package.OPS]
+    names = [op.name for op in package.ALL_OPS]
     parser.add_argument("--op", choices=names, action="append", help="repeatable; default: every op")
     parser.add_argument("--dtype", choices=sorted(DTYPES), action="append", help="repeatable; default: all built")
     parser.add_argument("--shape", action="append", help=f"ROWSxCOLS, repeatable; default: {' '.join(DEFAULT_SHAPES)}")
@@ -290,7 +290,7 @@ def main() -> None:
     print(f"{device}, torch {torch.__version__}, copy bandwidth {copy_gbs:.0f} GB/s")
     header = f"{'dtype':>9} {'shape':>12} {'impl':>18} {'fwd GB/s':>9} {'fwd %':>6} {'bwd GB/s':>9} {'bwd %':>6}"
     rows = []
-    for op in [op for op in package.OPS if not args.op or op.name in args.op]:
+    for op in [op for op in package.ALL_OPS if not args.op or op.name in args.op]:
         params = scalars(op)
         function = getattr(package, op.name)
 
@@ -328,7 +328,7 @@ def main() -> None:
                     values = [op.name, dtype_name, shape_text, name, *(round(v, 3) for v in figures)]
                     rows.append(dict(zip(COLUMNS, [*values, device, torch.__version__], strict=True)))
     print()
-    for op in package.OPS:
+    for op in package.ALL_OPS:
         if any(row["op"] == op.name for row in rows):
             print("\n".join(summary(rows, op.name)))
     if args.csv:

@@ -3,8 +3,8 @@
 // defines, and the forward's autograd kernel, in C++.
 #include "op.h"
 
-#include <ATen/ops/empty_like.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -24,6 +24,8 @@ namespace {
 // The dtypes this project was generated with; the kernels are dispatched for exactly these.
 constexpr at::ScalarType kDtypes[] = {OP_DTYPES};
 constexpr const char* kDtypeNames = "float32, float16, bfloat16, float64";
+// Where the ops are declared, for messages.
+constexpr const char* kDeclarations = "my_cuda_op/ops/";
 
 // The op's name in messages: the schema's without namespace and direction (scaled_gelu).
 std::string op_name(const c10::FunctionSchema& schema) {
@@ -55,10 +57,9 @@ void check_call(const Call& call, int inputs, int outputs, int params) {
   const int declared_outputs = int(call.schema->returns().size());
   const int declared_params = int(call.schema->arguments().size()) - int(names.size());
   TORCH_CHECK(inputs == int(names.size()) && outputs == declared_outputs && params == declared_params, op,
-              call.schema->name(), " is declared with ", names.size(), " tensors, ", declared_params,
-              " scalars and ", declared_outputs, " outputs, but its functor takes ", inputs, " values, has ", params,
-              " fields and returns ", outputs,
-              " values; make the functor match the declaration in my_cuda_op/ops/");
+              call.schema->name(), " is declared with ", names.size(), " tensors, ", declared_params, " scalars and ",
+              declared_outputs, " outputs, but its functor takes ", inputs, " values, has ", params,
+              " fields and returns ", outputs, " values; make the functor match its declaration in ", kDeclarations);
   for (size_t i = 0; i < call.tensors.size(); ++i) {
     const at::Tensor& t = call.tensors[i];
     const std::string& name = names[i];
@@ -342,7 +343,9 @@ torch::Library& library(c10::DispatchKey key) {
 }  // namespace
 
 bool add_kernel(const std::string& name, Device device, Kernel kernel, bool forward) {
-  const auto boxed = [&] { return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedKernel>(kernel, forward)); };
+  const auto boxed = [&] {
+    return torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedKernel>(kernel, forward));
+  };
   library(device == kCuda ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU).impl(name.c_str(), boxed());
   if (forward && device == kCuda) {
     // One autograd kernel for both devices (the Autograd key covers AutogradCPU and AutogradCUDA).

@@ -1,7 +1,7 @@
 """My CUDA Op: custom CUDA operators for PyTorch.
 
 Each op is declared in ops/<op>.py and registered below: the function and the module it gives are
-the package's public API. The tests and the benchmark cover every op in OPS.
+the package's public API. The tests and the benchmark cover every op in ALL_OPS.
 """
 
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
@@ -10,7 +10,7 @@ from importlib.metadata import version as _version
 from ._registration import register as _register
 from .ops import scaled_gelu as _scaled_gelu
 
-OPS = (_scaled_gelu.INTERFACE,)
+ALL_OPS = (_scaled_gelu.INTERFACE,)
 
 scaled_gelu, ScaledGelu = _register(_scaled_gelu.INTERFACE)
 
@@ -19,4 +19,4 @@ try:
 except _PackageNotFoundError:  # imported from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = ["OPS", "ScaledGelu", "scaled_gelu"]
+__all__ = ["ALL_OPS", "ScaledGelu", "scaled_gelu"]

@@ -152,7 +152,7 @@ class Op:
             if name not in [t.name for t in self.inputs + self.outputs]:
                 raise ValueError(f"{where}: saves {name!r}, which is neither an input nor an output")
         for s in self.params:
-            if not isinstance(s.default, (bool, int, float)):
+            if not isinstance(s.default, bool | int | float):
                 raise ValueError(f"{where}: {s.name}'s default must be a float, int or bool")
             for value in (s.default, *s.examples):
                 if not s.valid(value):
@@ -171,9 +171,7 @@ class Op:
         return tuple(by_name[name] for name in self.saves)
 
     def _scalars(self, defaults: bool) -> list[str]:
-        return [
-            f"{s.schema_type} {s.name}" + (f"={s.default!r}" if defaults else "") for s in self.params
-        ]
+        return [f"{s.schema_type} {s.name}" + (f"={s.default!r}" if defaults else "") for s in self.params]
 
     def forward_schema(self) -> str:
         args = [f"Tensor {t.name}" for t in self.inputs] + self._scalars(defaults=True)
@@ -208,4 +206,3 @@ class Op:
     def signature_text(self) -> str:
         """The public function's parameters, as Python source."""
         return ", ".join([t.name for t in self.inputs] + [f"{s.name}={s.default!r}" for s in self.params])
-

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-try:  # the compiled extension (csrc/)
-    from . import _C
+try:  # the compiled extension (csrc/); loading it registers the kernels
+    from . import _C  # noqa: F401
 except ImportError as _error:  # not built, or built for another Python or torch: Python's own message misleads
     raise ImportError(
         "my_cuda_op._C, the compiled extension, did not load. Build it for this Python and torch: "
@@ -36,7 +36,7 @@ def _fakes(op: Op):
         # has that input's shape, which every tensor of x's shape among them shares.
         tensors = [t for t in args if isinstance(t, torch.Tensor)]
         described = list(op.outputs) + list(op.saved())
-        full = next(t for t, d in zip(tensors, described) if not d.per_row)
+        full = next(t for t, d in zip(tensors, described, strict=True) if not d.per_row)
         grads = [full.new_empty(full.shape) for _ in op.grad_inputs]
         return grads[0] if len(grads) == 1 else tuple(grads)
 
@@ -72,7 +72,8 @@ def _function(op: Op, forward):
     params = {s.name: s for s in op.params}
 
     def out_of_range(name, value) -> ValueError:
-        return ValueError(f"{op.name}: {name}={value!r} is outside its range ({params[name].describe_range()}); pass a value in it")
+        valid = params[name].describe_range()
+        return ValueError(f"{op.name}: {name}={value!r} is outside its range ({valid}); pass a value in it")
 
     namespace = {"_forward": forward, "_params": params, "_out_of_range": out_of_range}
     exec("\n".join(lines), namespace)  # noqa: S102 - the source is made from the declaration above
@@ -109,7 +110,7 @@ def _module(op: Op, function):
     if not op.params:
         init = ["def __init__(self):"]
     init.append("    torch.nn.Module.__init__(self)")
-    init += [f"    self.{name} = {s.type.__name__}({name})" for name, s in zip(names, op.params)]
+    init += [f"    self.{name} = {s.type.__name__}({name})" for name, s in zip(names, op.params, strict=True)]
     inputs = ", ".join(t.name for t in op.inputs)
     call = ", ".join([t.name for t in op.inputs] + [f"self.{name}" for name in names])
     source = "\n".join(init) + f"\ndef forward(self, {inputs}):\n    return _function({call})\n"

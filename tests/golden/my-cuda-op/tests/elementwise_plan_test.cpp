@@ -1,11 +1,11 @@
 // The elementwise planner's answers, checked without a GPU (tests/test_plans.py builds and runs
 // this): every problem of a grid maps to a launch the engine builds, that covers the tensor, within
 // the hardware's limits; and the shapes the starter was tuned with stay as they were.
+#include "engine/elementwise_plan.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
-
-#include "engine/elementwise_plan.h"
 
 namespace plan = cuop_my_cuda_op::elementwise;
 
@@ -16,10 +16,11 @@ void expect(bool ok, const char* what, const plan::Problem& p, const plan::Plan&
   ++checked;
   if (!ok) {
     ++failures;
-    std::printf("FAILED %s: numel %lld, %d-byte elements, %d in, %d out, aligned %d, reread %d -> %d threads, %d packs,"
-                " vec %d, evict_last %d, %lld blocks\n",
-                what, static_cast<long long>(p.numel), p.elem_bytes, p.inputs, p.outputs, p.aligned, p.reread,
-                l.threads, l.packs, l.vec, l.evict_last, static_cast<long long>(l.blocks));
+    std::printf(
+        "FAILED %s: numel %lld, %d-byte elements, %d in, %d out, aligned %d, reread %d -> %d threads, %d packs,"
+        " vec %d, evict_last %d, %lld blocks\n",
+        what, static_cast<long long>(p.numel), p.elem_bytes, p.inputs, p.outputs, p.aligned, p.reread, l.threads,
+        l.packs, l.vec, l.evict_last, static_cast<long long>(l.blocks));
   }
 }
 
@@ -76,9 +77,9 @@ int main() {
     bool evict_last;
   };
   const Known known[] = {
-      {false, 2, 1, true, 512, 1, false}, {false, 4, 2, false, 512, 1, false}, {false, 8, 1, true, 256, 4, false},
-      {false, 8, 2, false, 256, 4, false}, {true, 2, 1, true, 128, 2, false}, {true, 2, 2, false, 128, 1, false},
-      {true, 4, 1, true, 128, 2, true},    {true, 4, 2, false, 256, 4, false}, {true, 8, 1, true, 128, 2, false},
+      {false, 2, 1, true, 512, 1, false},  {false, 4, 2, false, 512, 1, false}, {false, 8, 1, true, 256, 4, false},
+      {false, 8, 2, false, 256, 4, false}, {true, 2, 1, true, 128, 2, false},   {true, 2, 2, false, 128, 1, false},
+      {true, 4, 1, true, 128, 2, true},    {true, 4, 2, false, 256, 4, false},  {true, 8, 1, true, 128, 2, false},
       {true, 8, 2, false, 128, 1, false},
   };
   for (const Known& k : known) {

@@ -1,6 +1,6 @@
 """What the tests share: the generated options, and every op's inputs, scalars and reference, made
 from its declaration (my_cuda_op/ops/<op>.py). The generic tests run for every op in
-my_cuda_op.OPS; a new op needs no new test code to be covered by them."""
+my_cuda_op.ALL_OPS; a new op needs no new test code to be covered by them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ UNSUPPORTED_DTYPES = [torch.int32, torch.int64] + [d for d in ALL_FLOAT_DTYPES i
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 DEVICES = [pytest.param("cuda", marks=requires_cuda)] + (["cpu"] if CPU_IMPL else [])
 
-OPS = {op.name: op for op in package.OPS}
+OPS = {op.name: op for op in package.ALL_OPS}
 OP_NAMES = list(OPS)
 
 
@@ -68,7 +68,7 @@ def reference(op, inputs, params) -> tuple[torch.Tensor, ...]:
 
 def grads_of(op, outputs, inputs, grad_outputs) -> tuple[torch.Tensor, ...]:
     """The gradients of the differentiable inputs."""
-    wanted = [x for x, t in zip(inputs, op.inputs) if t.grad]
+    wanted = [x for x, t in zip(inputs, op.inputs, strict=True) if t.grad]
     return torch.autograd.grad(outputs, wanted, grad_outputs)
 
 
@@ -86,7 +86,7 @@ def check_forward(op, inputs, params, *, equal_nan=False) -> tuple[torch.Tensor,
     outputs = as_tuple(function(op)(*inputs, **params))
     expected = reference(op, inputs, params)
     assert len(outputs) == len(expected) == len(op.outputs)
-    for out, exp, t in zip(outputs, expected, op.outputs):
+    for out, exp, t in zip(outputs, expected, op.outputs, strict=True):
         assert (out.dtype, out.device) == (dtype, inputs[0].device), t.name
         assert out.is_contiguous(), t.name
         torch.testing.assert_close(
@@ -98,13 +98,13 @@ def check_forward(op, inputs, params, *, equal_nan=False) -> tuple[torch.Tensor,
 def check_backward(op, inputs, params, *, equal_nan=False) -> None:
     """The op's input gradients against its float64 reference's, for random output gradients."""
     dtype = inputs[0].dtype
-    leaves = [x.detach().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs)]
+    leaves = [x.detach().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs, strict=True)]
     outputs = as_tuple(function(op)(*leaves, **params))
     grad_outputs = [torch.randn(o.shape, dtype=torch.float32, device=o.device).to(dtype) for o in outputs]
     grads = grads_of(op, outputs, leaves, grad_outputs)
-    leaves64 = [x.detach().double().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs)]
+    leaves64 = [x.detach().double().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs, strict=True)]
     expected = grads_of(op, as_tuple(op.reference(*leaves64, **params)), leaves64, [g.double() for g in grad_outputs])
-    for grad, exp, t in zip(grads, expected, op.grad_inputs):
+    for grad, exp, t in zip(grads, expected, op.grad_inputs, strict=True):
         assert (grad.shape, grad.dtype) == (inputs[0].shape, dtype), t.name
         torch.testing.assert_close(
             grad, exp.to(dtype), equal_nan=equal_nan, **tolerance(op, dtype, "backward", exp), msg=f"grad of {t.name}"

@@ -41,7 +41,7 @@ class TinyModel(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         inputs = []
-        for layer, t in zip(self.inp, self.op.inputs):
+        for layer, t in zip(self.inp, self.op.inputs, strict=True):
             h = layer(x)
             inputs.append(h if t.domain is None else torch.sigmoid(h) * (t.domain[1] - t.domain[0]) + t.domain[0])
         outputs = [y.unsqueeze(-1) if y.dim() < x.dim() else y for y in as_tuple(self.act(*inputs))]

@@ -5,7 +5,19 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support import DTYPES, FULLGRAPH, OP_NAMES, OPS, as_tuple, check_forward, function, grads_of, random_inputs, reference, scalars
+from support import (
+    DTYPES,
+    FULLGRAPH,
+    OP_NAMES,
+    OPS,
+    as_tuple,
+    check_forward,
+    function,
+    grads_of,
+    random_inputs,
+    reference,
+    scalars,
+)
 
 pytestmark = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
 
@@ -16,7 +28,7 @@ SHAPE = (37, 1031)
 
 
 def forward_backward(op, fn, inputs, grad_outputs, device: str) -> tuple[torch.Tensor, ...]:
-    leaves = [x.to(device).requires_grad_(t.grad) for x, t in zip(inputs, op.inputs)]
+    leaves = [x.to(device).requires_grad_(t.grad) for x, t in zip(inputs, op.inputs, strict=True)]
     outputs = as_tuple(fn(*leaves, **scalars(op)))
     grads = grads_of(op, outputs, leaves, [g.to(device) for g in grad_outputs])
     return tuple(o.detach() for o in outputs) + tuple(grads)
@@ -42,7 +54,7 @@ def test_forward_backward_on_another_device(op_name, current, device, dtype, com
     # The same GPU model runs the same kernels with the same launch: the same bits. Other models may
     # launch another grid.
     exact = torch.cuda.get_device_name(0) == torch.cuda.get_device_name(1)
-    for r, e in zip(results, expected):
+    for r, e in zip(results, expected, strict=True):
         tolerance = dict(rtol=0, atol=0) if exact else op.tolerances(dtype, "backward")
         torch.testing.assert_close(r.cpu(), e.cpu(), **tolerance)
     check_forward(op, [x.to(f"cuda:{device}") for x in inputs], scalars(op))
@@ -60,10 +72,10 @@ def test_runs_on_the_current_stream_of_the_tensors_device(op_name, current, devi
     side.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(side):
         torch.cuda._sleep(100_000_000)
-        for x, new in zip(inputs, new_inputs):
+        for x, new in zip(inputs, new_inputs, strict=True):
             x.copy_(new)
         with torch.cuda.device(current):
             outputs = as_tuple(function(op)(*inputs, **scalars(op)))
     torch.cuda.current_stream(device).wait_stream(side)
-    for out, exp in zip(outputs, reference(op, new_inputs, scalars(op))):
+    for out, exp in zip(outputs, reference(op, new_inputs, scalars(op)), strict=True):
         torch.testing.assert_close(out, exp.float(), **op.tolerances(torch.float32, "forward"))

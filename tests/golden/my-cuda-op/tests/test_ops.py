@@ -1,6 +1,6 @@
 """Every op of the package against its float64 reference, and everything around the kernels: autograd,
 the module, torch.compile, opcheck, streams, CUDA graphs, odd layouts and bad input. Driven by each
-op's declaration: a new op in my_cuda_op.OPS is covered without new code here."""
+op's declaration: a new op in my_cuda_op.ALL_OPS is covered without new code here."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_backward_matches_reference(op, device, dtype, shape):
 def test_default_scalars(op, device):
     inputs = random_inputs(op, (9, 31), torch.float32, device)
     defaults = {s.name: s.default for s in op.params}
-    for out, exp in zip(as_tuple(function(op)(*inputs)), reference(op, inputs, defaults)):
+    for out, exp in zip(as_tuple(function(op)(*inputs)), reference(op, inputs, defaults), strict=True):
         torch.testing.assert_close(out, exp.float(), **op.tolerances(torch.float32, "forward"))
 
 
@@ -72,7 +72,7 @@ def test_module_matches_function(op, device):
     params = scalars(op)
     module = getattr(package, op.class_name)(**params)
     inputs = random_inputs(op, (9, 31), torch.float32, device)
-    for a, b in zip(as_tuple(module(*inputs)), as_tuple(function(op)(*inputs, **params))):
+    for a, b in zip(as_tuple(module(*inputs)), as_tuple(function(op)(*inputs, **params)), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
     for name, value in params.items():
         assert f"{name}={value!r}" in repr(module)
@@ -86,7 +86,7 @@ def test_no_grad_and_inference_mode(op, device):
         plain = as_tuple(function(op)(*inputs, **scalars(op)))
     with torch.inference_mode():
         inference = as_tuple(function(op)(*inputs, **scalars(op)))
-    for e, p, i in zip(expected, plain, inference):
+    for e, p, i in zip(expected, plain, inference, strict=True):
         assert e.requires_grad and not p.requires_grad and not i.requires_grad
         torch.testing.assert_close(p, e.detach(), rtol=0, atol=0)
         torch.testing.assert_close(i, e.detach(), rtol=0, atol=0)
@@ -100,13 +100,16 @@ def test_torch_compile(op, device):
         return tuple(o + 1.0 for o in as_tuple(function(op)(*[x * 2.0 for x in inputs], **params)))
 
     compiled = torch.compile(step, fullgraph=FULLGRAPH)
-    inputs = [x.requires_grad_(t.grad) for x, t in zip(random_inputs(op, (37, 129), torch.float32, device), op.inputs)]
+    inputs = [
+        x.requires_grad_(t.grad)
+        for x, t in zip(random_inputs(op, (37, 129), torch.float32, device), op.inputs, strict=True)
+    ]
     outputs = compiled(*inputs)
     grad_outputs = [torch.randn_like(o) for o in outputs]
     grads = grads_of(op, outputs, inputs, grad_outputs)
     eager = step(*inputs)
     eager_grads = grads_of(op, eager, inputs, grad_outputs)
-    for a, b in zip(outputs + grads, eager + eager_grads):
+    for a, b in zip(outputs + grads, eager + eager_grads, strict=True):
         torch.testing.assert_close(a, b, **op.tolerances(torch.float32, "backward"))
 
 
@@ -115,10 +118,13 @@ def test_torch_compile(op, device):
 def test_opcheck(op, device, dtype):
     """torch.library.opcheck: schema, autograd registration, fake kernels, AOT dispatch."""
     ops = getattr(torch.ops, package._registration.NAMESPACE)
-    inputs = [x.requires_grad_(t.grad) for x, t in zip(random_inputs(op, (5, 33), dtype, device), op.inputs)]
+    inputs = [
+        x.requires_grad_(t.grad) for x, t in zip(random_inputs(op, (5, 33), dtype, device), op.inputs, strict=True)
+    ]
     torch.library.opcheck(getattr(ops, f"{op.name}_fwd").default, (*inputs, *scalars(op).values()))
     outputs = as_tuple(function(op)(*[x.detach() for x in inputs], **scalars(op)))
-    by_name = {t.name: x.detach() for t, x in zip(op.inputs, inputs)} | {t.name: y for t, y in zip(op.outputs, outputs)}
+    by_name = {t.name: x.detach() for t, x in zip(op.inputs, inputs, strict=True)}
+    by_name |= {t.name: y for t, y in zip(op.outputs, outputs, strict=True)}
     args = [torch.randn_like(y) for y in outputs] + [by_name[name] for name in op.saves]
     torch.library.opcheck(getattr(ops, f"{op.name}_bwd").default, (*args, *scalars(op).values()))
 
@@ -127,7 +133,8 @@ def test_opcheck(op, device, dtype):
 def test_gradcheck(op, device):
     """Gradients against finite differences of the op itself (float64)."""
     inputs = [
-        x.requires_grad_(t.grad) for x, t in zip(random_inputs(op, (4, 7), torch.float64, device), op.inputs)
+        x.requires_grad_(t.grad)
+        for x, t in zip(random_inputs(op, (4, 7), torch.float64, device), op.inputs, strict=True)
     ]
     assert torch.autograd.gradcheck(lambda *xs: function(op)(*xs, **scalars(op)), inputs)
 
@@ -142,11 +149,11 @@ def test_runs_on_the_current_stream(op):
         # Keep the side stream busy, so a kernel launched on any other stream would run before
         # the copies below and read the old inputs.
         torch.cuda._sleep(100_000_000)
-        for x, new in zip(inputs, new_inputs):
+        for x, new in zip(inputs, new_inputs, strict=True):
             x.copy_(new)
         outputs = as_tuple(function(op)(*inputs, **scalars(op)))
     torch.cuda.current_stream().wait_stream(stream)
-    for out, exp in zip(outputs, reference(op, new_inputs, scalars(op))):
+    for out, exp in zip(outputs, reference(op, new_inputs, scalars(op)), strict=True):
         torch.testing.assert_close(out, exp.float(), **op.tolerances(torch.float32, "forward"))
 
 
@@ -164,10 +171,10 @@ def test_cuda_graph_capture_and_replay(op):
         outputs = as_tuple(function(op)(*static, **scalars(op)))
     for _ in range(2):
         new = random_inputs(op, (128, 513), torch.float32, "cuda")
-        for x, n in zip(static, new):
+        for x, n in zip(static, new, strict=True):
             x.copy_(n)
         graph.replay()
-        for out, exp in zip(outputs, reference(op, new, scalars(op))):
+        for out, exp in zip(outputs, reference(op, new, scalars(op)), strict=True):
             torch.testing.assert_close(out, exp.float(), **op.tolerances(torch.float32, "forward"))
 
 
@@ -198,8 +205,10 @@ def test_non_contiguous_and_misaligned_input(op, device):
     for name in all_views[0]:
         inputs = [v[name] for v in all_views]
         if any(t.domain is not None for t in op.inputs):
-            inputs = [x.sigmoid() * (t.domain[1] - t.domain[0]) + t.domain[0] if t.domain else x
-                      for x, t in zip(inputs, op.inputs)]
+            inputs = [
+                x.sigmoid() * (t.domain[1] - t.domain[0]) + t.domain[0] if t.domain else x
+                for x, t in zip(inputs, op.inputs, strict=True)
+            ]
         check_forward(op, inputs, scalars(op))
         check_backward(op, inputs, scalars(op))
 

@@ -19,8 +19,17 @@ COMPILER = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
 def test_planner(tmp_path, test):
     binary = tmp_path / "plan_test"
     subprocess.run(
-        [COMPILER, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{ROOT / 'csrc'}", str(Path(__file__).parent / test),
-         "-o", str(binary)],
+        [
+            COMPILER,
+            "-std=c++17",
+            "-O1",
+            "-Wall",
+            "-Werror",
+            f"-I{ROOT / 'csrc'}",
+            str(Path(__file__).parent / test),
+            "-o",
+            str(binary),
+        ],
         check=True,
     )
     result = subprocess.run([str(binary)], capture_output=True, text=True, check=False)

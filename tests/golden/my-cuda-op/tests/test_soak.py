@@ -15,7 +15,7 @@ SHAPES = [(7,), (199, 760), (2, 1025), (64, 4099), (2053, 1031), (8, 65537)]
 
 
 def step(op, inputs, grad_outputs) -> tuple[torch.Tensor, ...]:
-    leaves = [x.detach().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs)]
+    leaves = [x.detach().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs, strict=True)]
     outputs = as_tuple(function(op)(*leaves, **scalars(op)))
     grads = grads_of(op, outputs, leaves, grad_outputs)
     return tuple(o.detach() for o in outputs) + tuple(grads)

@@ -152,9 +152,7 @@ constexpr Problem problem_of(int64_t numel, bool aligned, bool reread) {
 // Calls fn with each flag as a std::bool_constant.
 template <typename Fn>
 void with_flags(bool a, bool b, bool c, Fn fn) {
-  const auto with_c = [&](auto x, auto y) {
-    c ? fn(x, y, std::true_type{}) : fn(x, y, std::false_type{});
-  };
+  const auto with_c = [&](auto x, auto y) { c ? fn(x, y, std::true_type{}) : fn(x, y, std::false_type{}); };
   const auto with_b = [&](auto x) { b ? with_c(x, std::true_type{}) : with_c(x, std::false_type{}); };
   a ? with_b(std::true_type{}) : with_b(std::false_type{});
 }
