@@ -46,13 +46,13 @@ def register(init: str, name: str) -> str:
     """__init__.py with the new op imported, in OPS, and registered."""
     lines = init.splitlines(keepends=True)
     last_import = max(i for i, line in enumerate(lines) if line.startswith("from .ops import "))
-    lines.insert(last_import + 1, f"from .ops import {name} as _{name}\n")
+    lines.insert(last_import + 1, f"from .ops import {name} as _{name}_declaration\n")
     text = "".join(lines)
     listed = re.compile(r"^ALL_OPS = \((.*)\)$", re.M)
-    text = listed.sub(lambda m: f"ALL_OPS = ({m[1].rstrip(',')}, _{name}.INTERFACE)", text)
+    text = listed.sub(lambda m: f"ALL_OPS = ({m[1].rstrip(',')}, _{name}_declaration.INTERFACE)", text)
     lines = text.splitlines(keepends=True)
     last_register = max(i for i, line in enumerate(lines) if "= _register(" in line)
-    lines.insert(last_register + 1, f"{name}, {class_name(name)} = _register(_{name}.INTERFACE)\n")
+    lines.insert(last_register + 1, f"{name}, {class_name(name)} = _register(_{name}_declaration.INTERFACE)\n")
     text = "".join(lines)
     return re.sub(
         r"^__all__ = \[(.*)\]$", lambda m: f'__all__ = [{m[1]}, "{class_name(name)}", "{name}"]', text, flags=re.M

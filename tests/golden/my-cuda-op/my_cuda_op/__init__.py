@@ -8,11 +8,11 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
 from ._registration import register as _register
-from .ops import scaled_gelu as _scaled_gelu
+from .ops import scaled_gelu as _scaled_gelu_declaration
 
-ALL_OPS = (_scaled_gelu.INTERFACE,)
+ALL_OPS = (_scaled_gelu_declaration.INTERFACE,)
 
-scaled_gelu, ScaledGelu = _register(_scaled_gelu.INTERFACE)
+scaled_gelu, ScaledGelu = _register(_scaled_gelu_declaration.INTERFACE)
 
 try:
     __version__ = _version("my-cuda-op")
