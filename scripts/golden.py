@@ -52,6 +52,7 @@ LAYOUT_NOTES = {
     "my_cuda_op/_registration.py": "schemas, fake kernels, the public function and module (or autograd.Function)",
     "my_cuda_op/ops/__init__.py": "the ops' declarations, one module each",
     "my_cuda_op/ops/scaled_gelu.py": "the op's interface, declared once, and its float64 reference",
+    "new_op.py": "adds an op: a copy of an existing one under a new name, registered",
     "pyproject.toml": "metadata, torch requirement, extras (test, plot), ruff and pytest settings",
     "setup.py": "torch.utils.cpp_extension + ninja; TORCH_CUDA_ARCH_LIST, DEBUG=1, OP_DTYPE=float32",
     "tests/elementwise_plan_test.cpp": "the elementwise planner's answers, built and run by test_plans.py",
