@@ -18,7 +18,6 @@ import ast
 import json
 import re
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 

@@ -121,4 +121,4 @@ def test_new_project_sh_renders_the_defaults_without_a_terminal(tmp_path):
     result = subprocess.run(["bash", str(ROOT / "scripts" / "new-project.sh"), "--output-dir", str(out), "--no-build"],
                             capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (out / "my-cuda-op" / "my_cuda_op" / "ops.py").is_file()
+    assert (out / "my-cuda-op" / "my_cuda_op" / "ops" / "scaled_gelu.py").is_file()

@@ -64,7 +64,7 @@ def test_wheel_holds_the_built_package_only(dist):
     assert len(so) == 1, sorted(names)
     if options["registration"] == "torch_library":
         assert so[0] == "matrix_op/_C.abi3.so"
-    assert {"matrix_op/__init__.py", "matrix_op/ops.py", "matrix_op/py.typed"} <= names
+    assert {"matrix_op/__init__.py", "matrix_op/ops/__init__.py", "matrix_op/py.typed"} <= names
     assert not [n for n in names if n.startswith(("csrc/", "tests/", "benchmarks/"))], sorted(names)
     metadata = zipfile.ZipFile(wheel).read("matrix_op-0.1.0.dist-info/METADATA").decode()
     # The wheel names the torch release it was compiled against: its C++ ABI holds within one release.
@@ -75,9 +75,9 @@ def test_wheel_holds_the_built_package_only(dist):
 CHECK = """
 import importlib.metadata, json, sys, torch
 import matrix_op
-from matrix_op.reference import {op}_reference
+{reference}
 x = torch.randn(5, 37, dtype=torch.float64)
-torch.testing.assert_close(matrix_op.{op}(x, 0.5), {op}_reference(x, 0.5))
+torch.testing.assert_close(matrix_op.{op}(x, 0.5), reference(x, 0.5))
 print(json.dumps({{"file": matrix_op.__file__, "version": matrix_op.__version__, "torch": torch.__version__,
                    "requires": importlib.metadata.requires("matrix-op")}}))
 """
@@ -98,7 +98,10 @@ def test_wheel_installs_into_a_fresh_venv_and_imports(dist, tmp_path):
     empty = tmp_path / "elsewhere"
     empty.mkdir()
     op = "scaled_gelu" if options["kernel"] == "elementwise" else "scaled_softmax"
-    run = subprocess.run([python, "-c", CHECK.format(op=op)], cwd=empty, capture_output=True, text=True)
+    reference = (f"from matrix_op.ops.{op} import reference" if options["kernel"] == "elementwise"
+                 else f"from matrix_op.reference import {op}_reference as reference")
+    run = subprocess.run([python, "-c", CHECK.format(op=op, reference=reference)], cwd=empty, capture_output=True,
+                         text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     found = json.loads(run.stdout.splitlines()[-1])
     assert Path(found["file"]).is_relative_to(site), found
@@ -111,7 +114,7 @@ def test_sdist_carries_the_sources(dist):
     _, project, _, sdist = dist
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    sources = {str(p.relative_to(project)) for p in (project / "csrc").iterdir()}
+    sources = {str(p.relative_to(project)) for p in (project / "csrc").rglob("*") if p.is_file()}
     assert len(sources) >= 5
     assert sources <= names, sorted(sources - names)
     tests = {str(p.relative_to(project)) for p in (project / "tests").glob("*.py")}
