@@ -28,7 +28,8 @@ for dtype in ("float32", "bfloat16"):
     for i, shape in enumerate(("1024x1024", "4096x4096", "8191x8191")):
         for impl in ("scaled_gelu", "eager", "compile"):
             figures = [10.0 + i, 2000.0 + 100 * i, 60.0, 20.0 + i, 1800.0, 55.0, 6.5, 3300.0]
-            rows.append(dict(zip(benchmark.COLUMNS, [dtype, shape, impl, *figures, "Test GPU", "2.11.0"], strict=True)))
+            values = ["scaled_gelu", dtype, shape, impl, *figures, "Test GPU", "2.11.0"]
+            rows.append(dict(zip(benchmark.COLUMNS, values, strict=True)))
 benchmark.write_csv(rows, sys.argv[1])
 benchmark.plot(rows, sys.argv[2])
 """
@@ -49,7 +50,7 @@ def test_csv_and_png_from_the_benchmark_rows(project, tmp_path):
     assert result.returncode == 0, result.stderr[-5000:]
     rows = list(csv.DictReader(out_csv.open()))
     assert len(rows) == 2 * 3 * 3
-    assert list(rows[0]) == ["dtype", "shape", "impl", "fwd_us", "fwd_gbs", "fwd_pct_copy", "bwd_us", "bwd_gbs",
+    assert list(rows[0]) == ["op", "dtype", "shape", "impl", "fwd_us", "fwd_gbs", "fwd_pct_copy", "bwd_us", "bwd_gbs",
                              "bwd_pct_copy", "host_us", "copy_gbs", "device", "torch"]
     assert {row["impl"] for row in rows} == {"scaled_gelu", "eager", "compile"}
     data = out_png.read_bytes()
@@ -109,7 +110,8 @@ sys.path.insert(0, "benchmarks")
 import benchmark
 def row(dtype, shape, impl, fwd, bwd):
     figures = [1.0, 1.0, fwd, 1.0, 1.0, bwd, 1.0, 3000.0]
-    return dict(zip(benchmark.COLUMNS, [dtype, shape, impl, *figures, "Test GPU", "2.11.0"], strict=True))
+    values = ["scaled_gelu", dtype, shape, impl, *figures, "Test GPU", "2.11.0"]
+    return dict(zip(benchmark.COLUMNS, values, strict=True))
 rows = [
     row("float32", "1024x1024", "scaled_gelu", 98.04, 101.2),
     row("float32", "1024x1024", "eager", 50.0, 60.0),
