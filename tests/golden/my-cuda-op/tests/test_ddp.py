@@ -45,7 +45,7 @@ class TinyModel(torch.nn.Module):
             h = layer(x)
             inputs.append(h if t.domain is None else torch.sigmoid(h) * (t.domain[1] - t.domain[0]) + t.domain[0])
         outputs = [y.unsqueeze(-1) if y.dim() < x.dim() else y for y in as_tuple(self.act(*inputs))]
-        return self.out(sum(outputs))
+        return self.out(torch.tanh(sum(outputs)))  # bounded, whatever the range of the op's outputs
 
 
 def train(op_name: str, device_type: str, out: str) -> None:
@@ -63,7 +63,7 @@ def train(op_name: str, device_type: str, out: str) -> None:
     torch.manual_seed(0)
     model = TinyModel(op_name).to(device)
     ddp = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     generator = torch.Generator().manual_seed(1)
     inputs = torch.randn(STEPS, GLOBAL_BATCH, FEATURES, generator=generator)
     targets = torch.randn(STEPS, GLOBAL_BATCH, OUTPUTS, generator=generator)
@@ -115,7 +115,8 @@ def test_two_processes_train_like_one(tmp_path, op_name, device_type):
     torch.manual_seed(0)
     initial = TinyModel(op_name).state_dict()
     assert not torch.equal(one["inp.0.weight"], initial["inp.0.weight"]), "the parameters did not move"
-    assert one["losses"][-1] < one["losses"][0], "the loss did not go down"
+    # Each step has its own random batch, so single steps' losses are noisy: compare ten of each end.
+    assert one["losses"][-10:].mean() < one["losses"][:10].mean(), "the loss did not go down"
 
 
 if __name__ == "__main__":
