@@ -55,7 +55,7 @@ def test_render_only_takes_the_defaults_and_the_answers(tmp_path):
     result = run_script("--output-dir", str(out), "--no-build", "op_name=my_op")
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["my-cuda-op"]
-    assert (out / "my-cuda-op" / "csrc" / "my_op.cpp").is_file()
+    assert (out / "my-cuda-op" / "csrc" / "ops" / "my_op.cu").is_file()
     assert "pip install --no-build-isolation -e" in result.stdout
 
 
@@ -101,7 +101,7 @@ def test_replay_reuses_the_last_answers(tmp_path):
     shutil.rmtree(out / "replayed-op")
     result = run_script("--output-dir", str(out), "--no-build", "--replay")
     assert result.returncode == 0, result.stderr
-    assert (out / "replayed-op" / "csrc" / "my_op.cpp").is_file()
+    assert (out / "replayed-op" / "csrc" / "ops" / "my_op.cu").is_file()
 
 
 def test_failed_build_keeps_the_complete_project_and_says_how_to_build(tmp_path):
