@@ -52,7 +52,9 @@ def register(init: str, name: str) -> str:
     text = listed.sub(lambda m: f"ALL_OPS = ({m[1].rstrip(',')}, _{name}_declaration.INTERFACE)", text)
     lines = text.splitlines(keepends=True)
     last_register = max(i for i, line in enumerate(lines) if "= _register(" in line)
-    lines.insert(last_register + 1, f"{name}, {class_name(name)} = _register(_{name}_declaration.INTERFACE)\n")
+    while not lines[last_register].rstrip().endswith(")"):  # to the end of that call
+        last_register += 1
+    lines.insert(last_register + 1, f"{name}, {class_name(name)} = _register(\n    _{name}_declaration.INTERFACE,\n)\n")
     text = "".join(lines)
     return re.sub(
         r"^__all__ = \[(.*)\]$", lambda m: f'__all__ = [{m[1]}, "{class_name(name)}", "{name}"]', text, flags=re.M

@@ -330,12 +330,14 @@ class AutogradKernel final : public c10::OperatorKernel {
   BackwardPlan plan_;
 };
 
+constexpr const char* kNamespace = "cuop_my_cuda_op";
+
 // The kernels' registrations, one library per dispatch key, alive as long as the extension is loaded.
 torch::Library& library(c10::DispatchKey key) {
   static std::map<c10::DispatchKey, std::unique_ptr<torch::Library>> libraries;
   auto& lib = libraries[key];
   if (!lib) {
-    lib = std::make_unique<torch::Library>(torch::Library::IMPL, "cuop_my_cuda_op", key, __FILE__, __LINE__);
+    lib = std::make_unique<torch::Library>(torch::Library::IMPL, kNamespace, key, __FILE__, __LINE__);
   }
   return *lib;
 }

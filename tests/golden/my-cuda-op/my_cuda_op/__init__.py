@@ -12,7 +12,9 @@ from .ops import scaled_gelu as _scaled_gelu_declaration
 
 ALL_OPS = (_scaled_gelu_declaration.INTERFACE,)
 
-scaled_gelu, ScaledGelu = _register(_scaled_gelu_declaration.INTERFACE)
+scaled_gelu, ScaledGelu = _register(
+    _scaled_gelu_declaration.INTERFACE,
+)
 
 try:
     __version__ = _version("my-cuda-op")
