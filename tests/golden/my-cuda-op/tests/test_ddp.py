@@ -4,7 +4,7 @@ each given half of every global batch, as in one. gloo on the CPU, NCCL on two G
 The test runs this file as a script in subprocesses, one process and then two under torchrun
 (`python -m torch.distributed.run`), so the processes start clean of the test runner's state. By hand:
 
-    torchrun --standalone --nproc_per_node 2 tests/test_ddp.py --op scaled_gelu --device cuda --out two.pt
+    torchrun --standalone --nproc_per_node 2 tests/test_ddp.py --op <op> --device cuda --out two.pt
 """
 
 from __future__ import annotations
