@@ -38,11 +38,13 @@ std::string op_name(const c10::FunctionSchema& schema) {
   return name;
 }
 
+bool is_tensor(const c10::Argument& argument) { return argument.type()->kind() == c10::TypeKind::TensorType; }
+
 // The names of the schema's tensor arguments, in order.
 std::vector<std::string> tensor_names(const c10::FunctionSchema& schema) {
   std::vector<std::string> names;
   for (const c10::Argument& argument : schema.arguments()) {
-    if (argument.type()->kind() == c10::TypeKind::TensorType) {
+    if (is_tensor(argument)) {
       names.push_back(argument.name());
     }
   }
@@ -51,37 +53,42 @@ std::vector<std::string> tensor_names(const c10::FunctionSchema& schema) {
 
 }  // namespace
 
+// A call's tensors are its schema's first arguments (the schemas put every tensor before the scalars),
+// so the name of tensor i is argument i's. The messages are built only when a check fails: every call
+// passes these checks, and none of them allocates on the way.
 void check_call(const Call& call, int inputs, int outputs, int params) {
-  const std::string op = op_name(*call.schema) + ": ";
-  const std::vector<std::string> names = tensor_names(*call.schema);
-  const int declared_outputs = int(call.schema->returns().size());
-  const int declared_params = int(call.schema->arguments().size()) - int(names.size());
-  TORCH_CHECK(inputs == int(names.size()) && outputs == declared_outputs && params == declared_params, op,
-              call.schema->name(), " is declared with ", names.size(), " tensors, ", declared_params, " scalars and ",
+  const c10::FunctionSchema& schema = *call.schema;
+  const auto& args = schema.arguments();
+  const int tensors = int(std::count_if(args.begin(), args.end(), is_tensor));
+  const int declared_outputs = int(schema.returns().size());
+  const int declared_params = int(args.size()) - tensors;
+  TORCH_CHECK(inputs == tensors && outputs == declared_outputs && params == declared_params, op_name(schema), ": ",
+              schema.name(), " is declared with ", tensors, " tensors, ", declared_params, " scalars and ",
               declared_outputs, " outputs, but its functor takes ", inputs, " values, has ", params,
               " fields and returns ", outputs, " values; make the functor match its declaration in ", kDeclarations);
+  const at::Tensor& first = call.tensors[0];
   for (size_t i = 0; i < call.tensors.size(); ++i) {
     const at::Tensor& t = call.tensors[i];
-    const std::string& name = names[i];
-    TORCH_CHECK(t.defined(), op, name, " is an undefined tensor; pass a tensor");
-    TORCH_CHECK(std::find(std::begin(kDtypes), std::end(kDtypes), t.scalar_type()) != std::end(kDtypes), op, name,
-                " has dtype ", t.scalar_type(), ", but this build has kernels for ", kDtypeNames,
-                " only; convert it (e.g. .float()) or enable that dtype when generating the project");
-    TORCH_CHECK(t.is_cuda() || t.is_cpu(), op, name, " is on ", t.device(), "; move it to a CUDA device or the CPU");
-    const at::Tensor& first = call.tensors[0];
-    TORCH_CHECK(t.device() == first.device(), op, name, " is on ", t.device(), " but ", names[0], " is on ",
-                first.device(), "; put both on one device");
-    TORCH_CHECK(t.scalar_type() == first.scalar_type(), op, name, " has dtype ", t.scalar_type(), " but ", names[0],
-                " has dtype ", first.scalar_type(), "; convert one to the other");
+    const std::string& name = args[i].name();
+    TORCH_CHECK(t.defined(), op_name(schema), ": ", name, " is an undefined tensor; pass a tensor");
+    TORCH_CHECK(std::find(std::begin(kDtypes), std::end(kDtypes), t.scalar_type()) != std::end(kDtypes),
+                op_name(schema), ": ", name, " has dtype ", t.scalar_type(), ", but this build has kernels for ",
+                kDtypeNames, " only; convert it (e.g. .float()) or enable that dtype when generating the project");
+    TORCH_CHECK(t.is_cuda() || t.is_cpu(), op_name(schema), ": ", name, " is on ", t.device(),
+                "; move it to a CUDA device or the CPU");
+    TORCH_CHECK(t.device() == first.device(), op_name(schema), ": ", name, " is on ", t.device(), " but ",
+                args[0].name(), " is on ", first.device(), "; put both on one device");
+    TORCH_CHECK(t.scalar_type() == first.scalar_type(), op_name(schema), ": ", name, " has dtype ", t.scalar_type(),
+                " but ", args[0].name(), " has dtype ", first.scalar_type(), "; convert one to the other");
   }
 }
 
 void check_same_shapes(const Call& call) {
-  const std::vector<std::string> names = tensor_names(*call.schema);
+  const auto& args = call.schema->arguments();
   const at::Tensor& first = call.tensors[0];
   for (size_t i = 1; i < call.tensors.size(); ++i) {
-    TORCH_CHECK(call.tensors[i].sizes() == first.sizes(), op_name(*call.schema), ": ", names[i], " has shape ",
-                call.tensors[i].sizes(), " but ", names[0], " has shape ", first.sizes(),
+    TORCH_CHECK(call.tensors[i].sizes() == first.sizes(), op_name(*call.schema), ": ", args[i].name(), " has shape ",
+                call.tensors[i].sizes(), " but ", args[0].name(), " has shape ", first.sizes(),
                 "; they must have the same shape");
   }
 }
