@@ -7,13 +7,15 @@
 // h and the gradient arriving at h (dh) once and writes the gradient of the sum once (and x's,
 // when x's dtype is narrower than the residual stream's).
 //
-// h and the gradients of h have the residual's dtype R; x has R's dtype, or a 16-bit dtype with a
-// float32 residual stream (LLaMA-style models under autocast keep the stream in float32); y (and
-// so dy) has R's dtype, or x's beside a float32 stream (out_dtype: the next sublayer's dtype). Rows
-// are held in registers: `threads_per_row` threads (a power of two) of `packs` 16-byte packs of R
-// each. plan_add_fwd / plan_add_bwd (norm_plan.cpp) pick the variant (kAddFwdVariants /
-// kAddBwdVariants in norm_plan.h) and its launch shape; only the planned variants are built. Shapes
-// these kernels do not take (kSeparate: widths not a multiple of R's pack, pointers not aligned to
+// The kernels' dtypes, as the template parameters name them: residual_t, the residual stream's
+// (h's and its gradients'); scalar_t, x's: residual_t's, or a 16-bit dtype with a float32 stream
+// (LLaMA-style models under autocast keep the stream in float32); weight_t, the parameters'
+// (residual_t's, or float32 beside a 16-bit stream); out_t, y's (and so dy's): residual_t's, or x's
+// beside a float32 stream (out_dtype: the next sublayer's dtype). Rows are held in registers:
+// `threads_per_row` threads (a power of two) of `packs` 16-byte packs of residual_t each.
+// plan_add_fwd / plan_add_bwd (norm_plan.cpp) pick the variant (kAddFwdVariants / kAddBwdVariants
+// in norm_plan.h) and its launch shape; only the planned variants are built. Shapes these kernels
+// do not take (kSeparate: widths not a multiple of residual_t's pack, pointers not aligned to
 // their packs, rows wider than their registers hold) return false to the caller (norm.cpp), which
 // then adds and normalises with the separate kernels.
 
@@ -34,16 +36,16 @@ namespace {
 
 // The launch limits (kAdd*, add_*) are norm_plan.h's, shared with the planner.
 
-// Elements of a pack of R (and of every tensor beside it).
-template <typename R>
+// Elements of a pack of residual_t (and of every tensor beside it).
+template <typename residual_t>
 constexpr int pack_elems() {
-  return add_vec(static_cast<int>(sizeof(R)));
+  return add_vec(static_cast<int>(sizeof(residual_t)));
 }
 
-// A pack of R's element count in any dtype: x's (8 bytes for 16-bit x beside a float32 stream),
+// A pack of residual_t's element count in any dtype: x's (8 bytes for 16-bit x beside a float32 stream),
 // weight's, the stream's own.
-template <typename U, typename R>
-using PackOf = Pack<U, pack_elems<R>()>;
+template <typename U, typename residual_t>
+using PackOf = Pack<U, pack_elems<residual_t>()>;
 
 template <typename P>
 __device__ __forceinline__ P load_ro(const P* p) {
@@ -75,8 +77,8 @@ struct Slots {
   __device__ __forceinline__ bool in_row(int p) const { return pack(p) < packs; }
 };
 
-template <typename R>
-using Scratch = ReduceScratch<at::opmath_type<R>, 2, kMaxWarps>;
+template <typename residual_t>
+using Scratch = ReduceScratch<at::opmath_type<residual_t>, 2, kMaxWarps>;
 
 // Sums kN values over the row's threads (every thread of the CTA calls it, the same number of times).
 template <int kN, typename U>
@@ -95,25 +97,28 @@ __device__ __forceinline__ void row_sums(U (&v)[kN], int group, ReduceScratch<U,
 // -----------------------------------------------------------------------------
 
 // One row per group of `threads_per_row` threads: load x and residual (all packs in flight), store
-// h = x + residual rounded to R and keep it (as the normalisation must see the h that is saved),
+// h = x + residual rounded to residual_t and keep it (as the normalisation must see the h that is saved),
 // then the row's statistics from registers (LayerNorm: mean, then the exact sum of squares about
 // it) and y = (h - mean) * rstd * weight + bias. kFewRows (kEarly: calls of one wave or less, as at
 // decode time, which are latency-bound; one or two packs a thread): weight and bias are loaded with
 // x and residual, so the output waits for one round trip to memory instead of two; their registers
 // cost occupancy, which such a call does not use.
-template <typename T, typename R, typename W, typename Y, Norm kNorm, int kPacks, AddFwdVariant kVariant>
+template <typename scalar_t, typename residual_t, typename weight_t, typename out_t, Norm kNorm, int kPacks,
+          AddFwdVariant kVariant>
 __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
-    add_norm_fwd_kernel(const T* __restrict__ x, const R* __restrict__ residual, const W* __restrict__ weight,
-                        const W* __restrict__ bias, R* __restrict__ h, Y* __restrict__ y,
-                        at::opmath_type<R>* __restrict__ mean_out, at::opmath_type<R>* __restrict__ rstd_out,
-                        int64_t rows, int cols, int threads_per_row, at::opmath_type<R> inv_cols,
-                        at::opmath_type<R> eps) {
-  using acc_t = at::opmath_type<R>;
-  constexpr int kVec = pack_elems<R>();
+    add_norm_fwd_kernel(const scalar_t* __restrict__ x, const residual_t* __restrict__ residual,
+                        const weight_t* __restrict__ weight, const weight_t* __restrict__ bias,
+                        residual_t* __restrict__ h, out_t* __restrict__ y,
+                        at::opmath_type<residual_t>* __restrict__ mean_out,
+                        at::opmath_type<residual_t>* __restrict__ rstd_out, int64_t rows, int cols, int threads_per_row,
+                        at::opmath_type<residual_t> inv_cols, at::opmath_type<residual_t> eps) {
+  using acc_t = at::opmath_type<residual_t>;
+  constexpr int kVec = pack_elems<residual_t>();
   constexpr bool kRms = kNorm == Norm::kRms;
   constexpr bool kEarly = add_fwd_traits(kVariant).early;
-  static_assert(add_fwd_kernel_exists(kVariant, kPacks, sizeof(R)), "a planned variant (a row slice in registers)");
-  __shared__ Scratch<R> scratch;
+  static_assert(add_fwd_kernel_exists(kVariant, kPacks, sizeof(residual_t)),
+                "a planned variant (a row slice in registers)");
+  __shared__ Scratch<residual_t> scratch;
 
   // A row group is a power of two threads: its row by shifts. A division by the runtime group size
   // put ~35 dependent instructions ahead of the first load, and 1 / cols (from the host) ~10 ahead
@@ -124,12 +129,12 @@ __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
   const bool ok = row < rows;  // groups past the last row still take part in the reductions
   const Slots s{static_cast<int>(threadIdx.x) & (group - 1), group, cols / kVec};
   const int64_t first = (ok ? row : 0) * s.packs;
-  const auto* xr = reinterpret_cast<const PackOf<T, R>*>(x) + first;
-  const auto* rr = reinterpret_cast<const PackOf<R, R>*>(residual) + first;
+  const auto* xr = reinterpret_cast<const PackOf<scalar_t, residual_t>*>(x) + first;
+  const auto* rr = reinterpret_cast<const PackOf<residual_t, residual_t>*>(residual) + first;
 
-  const auto* wr = reinterpret_cast<const PackOf<W, R>*>(weight);
-  const auto* br = reinterpret_cast<const PackOf<W, R>*>(bias);
-  auto load_params = [&](int p, PackOf<W, R>& wp, PackOf<W, R>& bp) {
+  const auto* wr = reinterpret_cast<const PackOf<weight_t, residual_t>*>(weight);
+  const auto* br = reinterpret_cast<const PackOf<weight_t, residual_t>*>(bias);
+  auto load_params = [&](int p, PackOf<weight_t, residual_t>& wp, PackOf<weight_t, residual_t>& bp) {
     if (weight != nullptr) {
       wp = load_ro(wr + s.pack(p));
     }
@@ -139,10 +144,10 @@ __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
   };
 
   // Load.
-  PackOf<T, R> xp[kPacks];
-  PackOf<R, R> rp[kPacks];
-  PackOf<W, R> wps[kEarly ? kPacks : 1];
-  PackOf<W, R> bps[kEarly ? kPacks : 1];
+  PackOf<scalar_t, residual_t> xp[kPacks];
+  PackOf<residual_t, residual_t> rp[kPacks];
+  PackOf<weight_t, residual_t> wps[kEarly ? kPacks : 1];
+  PackOf<weight_t, residual_t> bps[kEarly ? kPacks : 1];
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     if (ok && s.in_row(p)) {
@@ -158,13 +163,13 @@ __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
   }
   // Add, store h, keep it.
   acc_t v[kPacks][kVec];
-  auto* hr = reinterpret_cast<PackOf<R, R>*>(h) + first;
+  auto* hr = reinterpret_cast<PackOf<residual_t, residual_t>*>(h) + first;
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
-    PackOf<R, R> hp;
+    PackOf<residual_t, residual_t> hp;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      hp.v[e] = static_cast<R>(static_cast<acc_t>(xp[p].v[e]) + static_cast<acc_t>(rp[p].v[e]));
+      hp.v[e] = static_cast<residual_t>(static_cast<acc_t>(xp[p].v[e]) + static_cast<acc_t>(rp[p].v[e]));
       v[p][e] = static_cast<acc_t>(hp.v[e]);
     }
     if (ok && s.in_row(p)) {
@@ -212,21 +217,21 @@ __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
   if (!ok) {
     return;
   }
-  auto* yr = reinterpret_cast<PackOf<Y, R>*>(y) + first;
+  auto* yr = reinterpret_cast<PackOf<out_t, residual_t>*>(y) + first;
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     if (!s.in_row(p)) {
       continue;
     }
-    PackOf<W, R> wp;
-    PackOf<W, R> bp;
+    PackOf<weight_t, residual_t> wp;
+    PackOf<weight_t, residual_t> bp;
     if constexpr (kEarly) {
       wp = wps[p];
       bp = bps[p];
     } else {
       load_params(p, wp, bp);
     }
-    PackOf<Y, R> yp;
+    PackOf<out_t, residual_t> yp;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       acc_t t = (v[p][e] - mean) * rstd;
@@ -236,7 +241,7 @@ __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
       if (bias != nullptr) {
         t += static_cast<acc_t>(bp.v[e]);
       }
-      yp.v[e] = static_cast<Y>(t);
+      yp.v[e] = static_cast<out_t>(t);
     }
     yr[s.pack(p)] = yp;
   }
@@ -252,53 +257,56 @@ __global__ void __launch_bounds__(add_fwd_traits(kVariant).max_threads, 1)
 //   dh_total = rstd * (g - xhat * mean(g * xhat) - mean(g)) + dh     (RMSNorm: no mean(g) term).
 // A persistent grid: each row group takes rows group, group + groups, ..., and sums dy * xhat and
 // dy per column in registers; a CTA's groups add theirs into one row of `partial` ([grid, cols]),
-// which column_sum_kernel (reduce.cuh) adds up into dweight / dbias. dy has y's dtype Y (R, or x's).
+// which column_sum_kernel (reduce.cuh) adds up into dweight / dbias. dy has y's dtype out_t (residual_t, or x's).
 // A thread keeps its slices of dy, h and dh as loaded, as raw words (RawPack: a 16-bit pair in one
 // register; the two passes unpack them in different forms, so ptxas does not keep the floats of the
 // first across the reduction), all three loaded before the row's reduction so that they are in
 // flight together, and computes xhat and g twice, for the row's sums and for the output (floats of
 // xhat and g held across the reduction would take 16-32 more registers).
-template <typename T, typename R, typename W, typename Y, Norm kNorm, int kPacks>
-__global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(R), kPacks)))
-    add_norm_bwd_kernel(const Y* __restrict__ dy, const R* __restrict__ dh, const R* __restrict__ h,
-                        const at::opmath_type<R>* __restrict__ mean, const at::opmath_type<R>* __restrict__ rstd,
-                        const W* __restrict__ weight, R* __restrict__ dsum, T* __restrict__ dx,
-                        at::opmath_type<R>* __restrict__ partial_w, at::opmath_type<R>* __restrict__ partial_b,
-                        int64_t rows, int cols, int threads_per_row) {
-  using acc_t = at::opmath_type<R>;
-  constexpr int kVec = pack_elems<R>();
+template <typename scalar_t, typename residual_t, typename weight_t, typename out_t, Norm kNorm, int kPacks>
+__global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(residual_t), kPacks)))
+    add_norm_bwd_kernel(const out_t* __restrict__ dy, const residual_t* __restrict__ dh,
+                        const residual_t* __restrict__ h, const at::opmath_type<residual_t>* __restrict__ mean,
+                        const at::opmath_type<residual_t>* __restrict__ rstd, const weight_t* __restrict__ weight,
+                        residual_t* __restrict__ dsum, scalar_t* __restrict__ dx,
+                        at::opmath_type<residual_t>* __restrict__ partial_w,
+                        at::opmath_type<residual_t>* __restrict__ partial_b, int64_t rows, int cols,
+                        int threads_per_row) {
+  using acc_t = at::opmath_type<residual_t>;
+  constexpr int kVec = pack_elems<residual_t>();
   constexpr bool kRms = kNorm == Norm::kRms;
   // Slices kept as loaded, dh with them (see above); LayerNorm's widest float32 / float64 slices (64
   // bytes each), whose dbias sums leave no room for that (it spills), keep floats of xhat and g
   // instead and load dh after the wait. A 16-bit stream's two packs fit as raw words.
   constexpr bool kKeepPacks =
-      kRms || sizeof(R) == 2 || kPacks * kVec * static_cast<int>(sizeof(acc_t)) < kAddMaxAccBytes;
-  static_assert(add_bwd_kernel_exists(AddBwdVariant::kRows, kPacks, sizeof(R)),
+      kRms || sizeof(residual_t) == 2 || kPacks * kVec * static_cast<int>(sizeof(acc_t)) < kAddMaxAccBytes;
+  static_assert(add_bwd_kernel_exists(AddBwdVariant::kRows, kPacks, sizeof(residual_t)),
                 "a planned variant (a row slice in registers)");
-  __shared__ Scratch<R> scratch;
+  __shared__ Scratch<residual_t> scratch;
   // The CTA's column sums (dweight's, and dbias' for LayerNorm), one row per row group, added into
   // one partial row each at the end. Several groups share a CTA only in CTAs of kAddCtaThreads
   // threads; a thread takes more than add_bwd_target_packs packs only in rows of kAddBwdMaxThreads
   // threads, one group a CTA.
-  constexpr bool kOneGroup = kPacks > add_bwd_target_packs(sizeof(R));
+  constexpr bool kOneGroup = kPacks > add_bwd_target_packs(sizeof(residual_t));
   constexpr int kSums = kRms ? 1 : 2;
-  __shared__ alignas(alignof(PackOf<acc_t, R>)) acc_t staging[kOneGroup ? 1 : kSums * kAddCtaThreads * kPacks * kVec];
+  __shared__ alignas(alignof(PackOf<acc_t, residual_t>))
+      acc_t staging[kOneGroup ? 1 : kSums * kAddCtaThreads * kPacks * kVec];
 
   const int group = threads_per_row;
   const int groups_per_cta = blockDim.x / group;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * groups_per_cta;
   const Slots s{static_cast<int>(threadIdx.x) & (group - 1), group, cols / kVec};
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
-  const auto* wr = reinterpret_cast<const PackOf<W, R>*>(weight);
-  const auto* dyr = reinterpret_cast<const RawPack<Y, kVec>*>(dy);
-  const auto* hr = reinterpret_cast<const RawPack<R, kVec>*>(h);
-  const auto* dhr = reinterpret_cast<const RawPack<R, kVec>*>(dh);
+  const auto* wr = reinterpret_cast<const PackOf<weight_t, residual_t>*>(weight);
+  const auto* dyr = reinterpret_cast<const RawPack<out_t, kVec>*>(dy);
+  const auto* hr = reinterpret_cast<const RawPack<residual_t, kVec>*>(h);
+  const auto* dhr = reinterpret_cast<const RawPack<residual_t, kVec>*>(dh);
   // g = dy * weight of slot p, element e (weight reloaded from L1 where needed).
-  auto weigh = [&](const PackOf<W, R>& wp, int p, int e, acc_t d) {
+  auto weigh = [&](const PackOf<weight_t, residual_t>& wp, int p, int e, acc_t d) {
     return weight != nullptr && s.in_row(p) ? d * static_cast<acc_t>(wp.v[e]) : d;
   };
   auto load_weight = [&](int p) {
-    PackOf<W, R> wp;
+    PackOf<weight_t, residual_t> wp;
     if (weight != nullptr && s.in_row(p)) {
       wp = load_ro(wr + s.pack(p));
     }
@@ -323,9 +331,9 @@ __global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(
     const int64_t row = base + threadIdx.x / group;
     const bool ok = row < rows;
     const int64_t first = (ok ? row : 0) * s.packs;
-    RawPack<Y, kVec> dyp[kPacks];
-    RawPack<R, kVec> hp[kPacks];
-    RawPack<R, kVec> dhp[kPacks];
+    RawPack<out_t, kVec> dyp[kPacks];
+    RawPack<residual_t, kVec> hp[kPacks];
+    RawPack<residual_t, kVec> dhp[kPacks];
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       if (ok && s.in_row(p)) {
@@ -347,7 +355,7 @@ __global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(
     acc_t gs[kKeepPacks ? 1 : kPacks][kVec];
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
-      const PackOf<W, R> wp = load_weight(p);
+      const PackOf<weight_t, residual_t> wp = load_weight(p);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const acc_t d = dyp[p].get(e);
@@ -371,20 +379,20 @@ __global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(
     if (!ok) {
       continue;
     }
-    // dh_total, stored in R (and in x's dtype T when it differs).
+    // dh_total, stored in residual_t (and in x's dtype scalar_t when it differs).
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       if (!s.in_row(p)) {
         continue;
       }
-      PackOf<W, R> wp;
+      PackOf<weight_t, residual_t> wp;
       if constexpr (kKeepPacks) {
         wp = load_weight(p);
       } else if (dh != nullptr) {
         dhp[p] = load_ro(dhr + first + s.pack(p));
       }
-      PackOf<R, R> out;
-      PackOf<T, R> out_x;
+      PackOf<residual_t, residual_t> out;
+      PackOf<scalar_t, residual_t> out_x;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         acc_t xhat;
@@ -400,12 +408,12 @@ __global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(
         if (dh != nullptr) {
           t += dhp[p].template get<1>(e);
         }
-        out.v[e] = static_cast<R>(t);
-        out_x.v[e] = static_cast<T>(t);
+        out.v[e] = static_cast<residual_t>(t);
+        out_x.v[e] = static_cast<scalar_t>(t);
       }
-      reinterpret_cast<PackOf<R, R>*>(dsum)[first + s.pack(p)] = out;
-      if constexpr (!std::is_same_v<T, R>) {
-        reinterpret_cast<PackOf<T, R>*>(dx)[first + s.pack(p)] = out_x;
+      reinterpret_cast<PackOf<residual_t, residual_t>*>(dsum)[first + s.pack(p)] = out;
+      if constexpr (!std::is_same_v<scalar_t, residual_t>) {
+        reinterpret_cast<PackOf<scalar_t, residual_t>*>(dx)[first + s.pack(p)] = out_x;
       }
     }
   }
@@ -432,17 +440,17 @@ __global__ void __launch_bounds__(kAddBwdMaxThreads, (add_bwd_min_blocks(sizeof(
 // A tensor's address (0: absent), for the planner's alignment checks.
 uintptr_t address(const at::Tensor& t) { return t.defined() ? reinterpret_cast<uintptr_t>(t.data_ptr()) : 0; }
 
-template <typename T, typename R, typename W, typename Y>
+template <typename scalar_t, typename residual_t, typename weight_t, typename out_t>
 bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight, const at::Tensor& bias,
                 at::Tensor& h, at::Tensor& y, at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps,
                 Norm norm) {
-  using acc_t = at::opmath_type<R>;
+  using acc_t = at::opmath_type<residual_t>;
   const AddFwdCall call{shape.rows,
                         shape.cols,
-                        static_cast<int>(sizeof(T)),
-                        static_cast<int>(sizeof(R)),
-                        static_cast<int>(sizeof(W)),
-                        static_cast<int>(sizeof(Y)),
+                        static_cast<int>(sizeof(scalar_t)),
+                        static_cast<int>(sizeof(residual_t)),
+                        static_cast<int>(sizeof(weight_t)),
+                        static_cast<int>(sizeof(out_t)),
                         norm,
                         address(x),
                         address(residual),
@@ -466,14 +474,16 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
       constexpr AddFwdVariant kV = kFewRows ? AddFwdVariant::kFewRows : AddFwdVariant::kRows;
       packs_switch(plan.packs_per_thread, [&](auto packs_c) {
         constexpr int kP = decltype(packs_c)::value;
-        if constexpr (add_fwd_kernel_exists(kV, kP, sizeof(R))) {
-          add_norm_fwd_kernel<T, R, W, Y, kN, kP, kV><<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-              reinterpret_cast<const T*>(x.data_ptr()), reinterpret_cast<const R*>(residual.data_ptr()),
-              weight.defined() ? reinterpret_cast<const W*>(weight.data_ptr()) : nullptr,
-              bias.defined() ? reinterpret_cast<const W*>(bias.data_ptr()) : nullptr,
-              reinterpret_cast<R*>(h.data_ptr()), reinterpret_cast<Y*>(y.data_ptr()), mean_p, rstd_p, shape.rows,
-              static_cast<int>(shape.cols), plan.threads_per_row, acc_t(1) / static_cast<acc_t>(shape.cols),
-              static_cast<acc_t>(eps));
+        if constexpr (add_fwd_kernel_exists(kV, kP, sizeof(residual_t))) {
+          add_norm_fwd_kernel<scalar_t, residual_t, weight_t, out_t, kN, kP, kV>
+              <<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+                  reinterpret_cast<const scalar_t*>(x.data_ptr()),
+                  reinterpret_cast<const residual_t*>(residual.data_ptr()),
+                  weight.defined() ? reinterpret_cast<const weight_t*>(weight.data_ptr()) : nullptr,
+                  bias.defined() ? reinterpret_cast<const weight_t*>(bias.data_ptr()) : nullptr,
+                  reinterpret_cast<residual_t*>(h.data_ptr()), reinterpret_cast<out_t*>(y.data_ptr()), mean_p, rstd_p,
+                  shape.rows, static_cast<int>(shape.cols), plan.threads_per_row,
+                  acc_t(1) / static_cast<acc_t>(shape.cols), static_cast<acc_t>(eps));
           launched = true;
         }
       });
@@ -487,15 +497,15 @@ bool launch_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Tenso
 
 // Calls f(kernel) with the compiled backward kernel that `k` names; false when that kernel is not
 // built (no plan names one).
-template <typename T, typename R, typename W, typename Y, typename F>
+template <typename scalar_t, typename residual_t, typename weight_t, typename out_t, typename F>
 bool with_bwd_kernel(const AddBwdKernel& k, F&& f) {
   bool found = false;
   BOOL_SWITCH(k.norm == Norm::kRms, kRms, [&] {
     packs_switch(k.packs, [&](auto packs_c) {
       constexpr int kP = decltype(packs_c)::value;
-      if constexpr (add_bwd_kernel_exists(AddBwdVariant::kRows, kP, sizeof(R))) {
+      if constexpr (add_bwd_kernel_exists(AddBwdVariant::kRows, kP, sizeof(residual_t))) {
         if (k.variant == AddBwdVariant::kRows) {
-          f(add_norm_bwd_kernel < T, R, W, Y, kRms ? Norm::kRms : Norm::kLayerNorm, kP >);
+          f(add_norm_bwd_kernel < scalar_t, residual_t, weight_t, out_t, kRms ? Norm::kRms : Norm::kLayerNorm, kP >);
           found = true;
         }
       }
@@ -506,30 +516,30 @@ bool with_bwd_kernel(const AddBwdKernel& k, F&& f) {
 
 // The runtime's occupancy of the compiled backward kernels, for plan_add_bwd (kept per kernel and
 // CTA size by resident_blocks: the query costs the host microseconds).
-template <typename T, typename R, typename W, typename Y>
+template <typename scalar_t, typename residual_t, typename weight_t, typename out_t>
 class RuntimeAddBwdOccupancy final : public AddBwdOccupancy {
  public:
   int64_t resident_ctas(const AddBwdKernel& k, int threads) const override {
     int64_t resident = 0;
-    const bool found =
-        with_bwd_kernel<T, R, W, Y>(k, [&](auto kernel) { resident = resident_blocks(kernel, threads, 0); });
+    const bool found = with_bwd_kernel<scalar_t, residual_t, weight_t, out_t>(
+        k, [&](auto kernel) { resident = resident_blocks(kernel, threads, 0); });
     TORCH_CHECK(found, "reference_ops: internal error, no fused backward kernel for variant ",
                 add_bwd_variant_name(k.variant), " at ", k.packs, " packs per thread");
     return resident;
   }
 };
 
-template <typename T, typename R, typename W, typename Y>
+template <typename scalar_t, typename residual_t, typename weight_t, typename out_t>
 bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h, const at::Tensor& mean,
                 const at::Tensor& rstd, const at::Tensor& weight, at::Tensor& dsum, at::Tensor& dx, at::Tensor& dweight,
                 at::Tensor& dbias, NormShape shape, Norm norm) {
-  using acc_t = at::opmath_type<R>;
+  using acc_t = at::opmath_type<residual_t>;
   const AddBwdCall call{shape.rows,
                         shape.cols,
-                        static_cast<int>(sizeof(T)),
-                        static_cast<int>(sizeof(R)),
-                        static_cast<int>(sizeof(W)),
-                        static_cast<int>(sizeof(Y)),
+                        static_cast<int>(sizeof(scalar_t)),
+                        static_cast<int>(sizeof(residual_t)),
+                        static_cast<int>(sizeof(weight_t)),
+                        static_cast<int>(sizeof(out_t)),
                         norm,
                         dweight.defined(),
                         dbias.defined(),
@@ -539,7 +549,8 @@ bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
                         address(weight),
                         address(dsum),
                         address(dx)};
-  const AddBwdPlan plan = plan_add_bwd(call, device_limits(), RuntimeAddBwdOccupancy<T, R, W, Y>());
+  const AddBwdPlan plan =
+      plan_add_bwd(call, device_limits(), RuntimeAddBwdOccupancy<scalar_t, residual_t, weight_t, out_t>());
   if (plan.variant == AddBwdVariant::kSeparate) {
     return false;
   }
@@ -561,28 +572,32 @@ bool launch_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& h,
   }
   acc_t* pw = dweight.defined() ? partial.data_ptr<acc_t>() : nullptr;
   acc_t* pb = dbias.defined() ? partial.data_ptr<acc_t>() + (pw ? plan.sum_parts * shape.cols : 0) : nullptr;
-  const bool launched = with_bwd_kernel<T, R, W, Y>({plan.variant, plan.norm, plan.packs_per_thread}, [&](auto kernel) {
-    kernel<<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-        reinterpret_cast<const Y*>(dy.data_ptr()), dh.defined() ? reinterpret_cast<const R*>(dh.data_ptr()) : nullptr,
-        reinterpret_cast<const R*>(h.data_ptr()), mean.defined() ? mean.data_ptr<acc_t>() : nullptr,
-        rstd.data_ptr<acc_t>(), weight.defined() ? reinterpret_cast<const W*>(weight.data_ptr()) : nullptr,
-        reinterpret_cast<R*>(dsum.data_ptr()), dx.defined() ? reinterpret_cast<T*>(dx.data_ptr()) : nullptr, pw, pb,
-        shape.rows, static_cast<int>(shape.cols), plan.threads_per_row);
-  });
+  const bool launched = with_bwd_kernel<scalar_t, residual_t, weight_t, out_t>(
+      {plan.variant, plan.norm, plan.packs_per_thread}, [&](auto kernel) {
+        kernel<<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            reinterpret_cast<const out_t*>(dy.data_ptr()),
+            dh.defined() ? reinterpret_cast<const residual_t*>(dh.data_ptr()) : nullptr,
+            reinterpret_cast<const residual_t*>(h.data_ptr()), mean.defined() ? mean.data_ptr<acc_t>() : nullptr,
+            rstd.data_ptr<acc_t>(), weight.defined() ? reinterpret_cast<const weight_t*>(weight.data_ptr()) : nullptr,
+            reinterpret_cast<residual_t*>(dsum.data_ptr()),
+            dx.defined() ? reinterpret_cast<scalar_t*>(dx.data_ptr()) : nullptr, pw, pb, shape.rows,
+            static_cast<int>(shape.cols), plan.threads_per_row);
+      });
   TORCH_CHECK(launched, "reference_ops: internal error, no fused backward kernel for variant ",
               add_bwd_variant_name(plan.variant), " at ", plan.packs_per_thread, " packs per thread");
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (plan.sum_parts > 0) {
-    W* out0 = reinterpret_cast<W*>(dweight.defined() ? dweight.data_ptr() : dbias.data_ptr());
-    W* out1 = both ? reinterpret_cast<W*>(dbias.data_ptr()) : nullptr;
+    weight_t* out0 = reinterpret_cast<weight_t*>(dweight.defined() ? dweight.data_ptr() : dbias.data_ptr());
+    weight_t* out1 = both ? reinterpret_cast<weight_t*>(dbias.data_ptr()) : nullptr;
     launch_column_sums(partial.const_data_ptr<acc_t>(), out0, both ? pb : nullptr, out1, plan.sum_parts, shape.cols,
                        plan.sum_vec, at::cuda::getCurrentCUDAStream());
   }
   return true;
 }
 
-// Calls f(T{}, R{}, W{}, Y{}) for x's dtype T, the stream's dtype R, the parameters' dtype W (R, or
-// float32 beside a 16-bit stream) and y's dtype Y (R, or x's beside a float32 stream).
+// Calls f(scalar_t{}, residual_t{}, weight_t{}, out_t{}) for x's dtype scalar_t, the stream's dtype
+// residual_t, the parameters' dtype weight_t (residual_t, or float32 beside a 16-bit stream) and y's
+// dtype out_t (residual_t, or x's beside a float32 stream).
 template <typename F>
 void dispatch_add_types(c10::ScalarType x_dtype, c10::ScalarType r_dtype, c10::ScalarType y_dtype, bool float_params,
                         F&& f) {
@@ -617,12 +632,13 @@ bool add_norm_fwd(const at::Tensor& x, const at::Tensor& residual, const at::Ten
   bool fused = false;
   dispatch_add_types(x.scalar_type(), residual.scalar_type(), y.scalar_type(), has_float_params(residual, weight, bias),
                      [&](auto t, auto r, auto w, auto o) {
-                       using T = decltype(t);
-                       using R = decltype(r);
-                       using W = decltype(w);
-                       using Y = decltype(o);
-                       fused = launch_fwd<T, R, W, Y>(x, residual, weight, bias, h, y, mean, rstd, shape, eps,
-                                                      rms ? Norm::kRms : Norm::kLayerNorm);
+                       using scalar_t = decltype(t);
+                       using residual_t = decltype(r);
+                       using weight_t = decltype(w);
+                       using out_t = decltype(o);
+                       fused = launch_fwd<scalar_t, residual_t, weight_t, out_t>(x, residual, weight, bias, h, y, mean,
+                                                                                 rstd, shape, eps,
+                                                                                 rms ? Norm::kRms : Norm::kLayerNorm);
                      });
   return fused;
 }
@@ -634,12 +650,13 @@ bool add_norm_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& 
   const c10::ScalarType x_dtype = dx.defined() ? dx.scalar_type() : h.scalar_type();
   dispatch_add_types(x_dtype, h.scalar_type(), dy.scalar_type(), has_float_params(h, dweight, dbias),
                      [&](auto t, auto r, auto w, auto o) {
-                       using T = decltype(t);
-                       using R = decltype(r);
-                       using W = decltype(w);
-                       using Y = decltype(o);
-                       fused = launch_bwd<T, R, W, Y>(dy, dh, h, mean, rstd, weight, dsum, dx, dweight, dbias, shape,
-                                                      rms ? Norm::kRms : Norm::kLayerNorm);
+                       using scalar_t = decltype(t);
+                       using residual_t = decltype(r);
+                       using weight_t = decltype(w);
+                       using out_t = decltype(o);
+                       fused = launch_bwd<scalar_t, residual_t, weight_t, out_t>(dy, dh, h, mean, rstd, weight, dsum,
+                                                                                 dx, dweight, dbias, shape,
+                                                                                 rms ? Norm::kRms : Norm::kLayerNorm);
                      });
   return fused;
 }

@@ -112,8 +112,9 @@ bool add_norm_bwd(const at::Tensor& dy, const at::Tensor& dh, const at::Tensor& 
                   at::Tensor& dweight, at::Tensor& dbias, NormShape shape, bool rms);
 }  // namespace cuda
 
-// Calls f(T{}, W{}) for x's dtype T and the parameter dtype W: W = float for float16 / bfloat16 x
-// with float32 parameters (mixed precision), W = T otherwise.
+// Calls f(scalar_t{}, weight_t{}) for x's dtype scalar_t and the parameters' dtype weight_t: float for
+// float16 / bfloat16 x with float32 parameters (mixed precision), scalar_t otherwise. The kernels'
+// template parameters take these names (and add_norm.cu's residual_t and out_t).
 template <typename F>
 void dispatch_types(c10::ScalarType x_dtype, bool float_params, F&& f) {
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x_dtype, "reference_ops_norm", [&] {

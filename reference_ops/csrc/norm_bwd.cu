@@ -46,19 +46,19 @@ namespace {
 // The limits shared with the planner (kBwdThreads, the staging and few-row constants, ...) are
 // in norm_plan.h.
 
-// The shifts a span of T can have.
-template <typename T>
-constexpr int kSpanShifts = span_shifts(sizeof(T));
+// The shifts a span of scalar_t can have.
+template <typename scalar_t>
+constexpr int kSpanShifts = span_shifts(sizeof(scalar_t));
 
 // -----------------------------------------------------------------------------
 // Device helpers
 // -----------------------------------------------------------------------------
 
-template <typename T, int kVec>
-__device__ __forceinline__ void zero_pack(Pack<T, kVec>& p) {
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ void zero_pack(Pack<scalar_t, kVec>& p) {
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
-    p.v[k] = T(0);
+    p.v[k] = scalar_t(0);
   }
 }
 
@@ -66,13 +66,14 @@ __device__ __forceinline__ void zero_pack(Pack<T, kVec>& p) {
 // Kernels
 // -----------------------------------------------------------------------------
 
-template <typename T, typename W, int kVec, int kPacks>
+template <typename scalar_t, typename weight_t, int kVec, int kPacks>
 __global__ void __launch_bounds__(kBwdThreads, 1)
-    norm_bwd_kernel(const T* __restrict__ dy, const T* __restrict__ x, const at::opmath_type<T>* __restrict__ mean,
-                    const at::opmath_type<T>* __restrict__ rstd, const W* __restrict__ weight, T* __restrict__ dx,
-                    at::opmath_type<T>* __restrict__ dw_part, at::opmath_type<T>* __restrict__ db_part, int64_t rows,
-                    int64_t cols, int threads_per_row) {
-  using acc_t = at::opmath_type<T>;
+    norm_bwd_kernel(const scalar_t* __restrict__ dy, const scalar_t* __restrict__ x,
+                    const at::opmath_type<scalar_t>* __restrict__ mean,
+                    const at::opmath_type<scalar_t>* __restrict__ rstd, const weight_t* __restrict__ weight,
+                    scalar_t* __restrict__ dx, at::opmath_type<scalar_t>* __restrict__ dw_part,
+                    at::opmath_type<scalar_t>* __restrict__ db_part, int64_t rows, int64_t cols, int threads_per_row) {
+  using acc_t = at::opmath_type<scalar_t>;
   constexpr int kElems = kPacks * kVec;
   __shared__ acc_t scratch[64];
   __shared__ alignas(alignof(Pack<acc_t, kVec>)) acc_t group_partials[kMaxBwdAccBytes / sizeof(acc_t) * kBwdThreads];
@@ -87,13 +88,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
-    Pack<W, kVec> wp;
+    Pack<weight_t, kVec> wp;
     if (weight != nullptr && idx < num_packs) {
-      wp = load_pack<W, kVec>(weight, idx);
+      wp = load_pack<weight_t, kVec>(weight, idx);
     } else {
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        wp.v[k] = W(1);
+        wp.v[k] = weight_t(1);
       }
     }
 #pragma unroll
@@ -113,14 +114,14 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
        base += static_cast<int64_t>(gridDim.x) * groups) {
     const int64_t row = base + group;
     const bool row_ok = row < rows;
-    Pack<T, kVec> xp[kPacks];
-    Pack<T, kVec> gp[kPacks];
+    Pack<scalar_t, kVec> xp[kPacks];
+    Pack<scalar_t, kVec> gp[kPacks];
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
       if (row_ok && idx < num_packs) {
-        xp[p] = load_pack<T, kVec>(x + row * cols, idx);
-        gp[p] = load_pack<T, kVec>(dy + row * cols, idx);
+        xp[p] = load_pack<scalar_t, kVec>(x + row * cols, idx);
+        gp[p] = load_pack<scalar_t, kVec>(dy + row * cols, idx);
       } else {
         zero_pack(xp[p]);
         zero_pack(gp[p]);
@@ -148,16 +149,16 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       for (int p = 0; p < kPacks; ++p) {
         const int64_t idx = lane + static_cast<int64_t>(p) * threads_per_row;
         if (idx < num_packs) {
-          Pack<T, kVec> dp;
+          Pack<scalar_t, kVec> dp;
 #pragma unroll
           for (int k = 0; k < kVec; ++k) {
             const acc_t xhat = (static_cast<acc_t>(xp[p].v[k]) - m) * r;
             const acc_t d = static_cast<acc_t>(gp[p].v[k]);
-            dp.v[k] = static_cast<T>(r * (d * w[p * kVec + k] - mean_g - xhat * mean_gx));
+            dp.v[k] = static_cast<scalar_t>(r * (d * w[p * kVec + k] - mean_g - xhat * mean_gx));
             dw_acc[p * kVec + k] += d * xhat;
             db_acc[p * kVec + k] += d;
           }
-          store_pack<T, kVec>(dx + row * cols, idx, dp);
+          store_pack<scalar_t, kVec>(dx + row * cols, idx, dp);
         }
       }
     }
@@ -174,13 +175,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
                                          [&](int, int p, int e) { return db_acc[p * kVec + e]; });
 }
 
-template <typename T, typename W, int kVec>
+template <typename scalar_t, typename weight_t, int kVec>
 __global__ void __launch_bounds__(kWideStatsThreads, 1)
-    norm_bwd_row_stats_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                              const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
-                              const W* __restrict__ weight, at::opmath_type<T>* __restrict__ row_stats, int64_t rows,
-                              int64_t cols) {
-  using acc_t = at::opmath_type<T>;
+    norm_bwd_row_stats_kernel(const scalar_t* __restrict__ dy, const scalar_t* __restrict__ x,
+                              const at::opmath_type<scalar_t>* __restrict__ mean,
+                              const at::opmath_type<scalar_t>* __restrict__ rstd, const weight_t* __restrict__ weight,
+                              at::opmath_type<scalar_t>* __restrict__ row_stats, int64_t rows, int64_t cols) {
+  using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[64];
   const int64_t num_packs = cols / kVec;
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
@@ -191,11 +192,11 @@ __global__ void __launch_bounds__(kWideStatsThreads, 1)
     acc_t sum_gx = acc_t(0);
 #pragma unroll 4
     for (int64_t idx = threadIdx.x; idx < num_packs; idx += blockDim.x) {
-      const Pack<T, kVec> xp = load_pack<T, kVec>(x + row * cols, idx);
-      const Pack<T, kVec> gp = load_pack<T, kVec>(dy + row * cols, idx);
-      Pack<W, kVec> wp;
+      const Pack<scalar_t, kVec> xp = load_pack<scalar_t, kVec>(x + row * cols, idx);
+      const Pack<scalar_t, kVec> gp = load_pack<scalar_t, kVec>(dy + row * cols, idx);
+      Pack<weight_t, kVec> wp;
       if (weight != nullptr) {
-        wp = load_pack<W, kVec>(weight, idx);
+        wp = load_pack<weight_t, kVec>(weight, idx);
       }
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
@@ -216,24 +217,25 @@ __global__ void __launch_bounds__(kWideStatsThreads, 1)
   }
 }
 
-template <typename T, typename W, int kVec>
+template <typename scalar_t, typename weight_t, int kVec>
 __global__ void __launch_bounds__(kColumnsThreads)
-    norm_bwd_columns_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                            const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
-                            const W* __restrict__ weight, const at::opmath_type<T>* __restrict__ row_stats,
-                            T* __restrict__ dx, at::opmath_type<T>* __restrict__ dw_part,
-                            at::opmath_type<T>* __restrict__ db_part, int64_t rows, int64_t cols,
+    norm_bwd_columns_kernel(const scalar_t* __restrict__ dy, const scalar_t* __restrict__ x,
+                            const at::opmath_type<scalar_t>* __restrict__ mean,
+                            const at::opmath_type<scalar_t>* __restrict__ rstd, const weight_t* __restrict__ weight,
+                            const at::opmath_type<scalar_t>* __restrict__ row_stats, scalar_t* __restrict__ dx,
+                            at::opmath_type<scalar_t>* __restrict__ dw_part,
+                            at::opmath_type<scalar_t>* __restrict__ db_part, int64_t rows, int64_t cols,
                             int64_t rows_per_chunk) {
-  using acc_t = at::opmath_type<T>;
+  using acc_t = at::opmath_type<scalar_t>;
   const int64_t num_packs = cols / kVec;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= num_packs) {
     return;
   }
   acc_t w[kVec];
-  Pack<W, kVec> wp;
+  Pack<weight_t, kVec> wp;
   if (weight != nullptr) {
-    wp = load_pack<W, kVec>(weight, idx);
+    wp = load_pack<weight_t, kVec>(weight, idx);
   }
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
@@ -250,22 +252,22 @@ __global__ void __launch_bounds__(kColumnsThreads)
   const int64_t row_end = row_begin + rows_per_chunk < rows ? row_begin + rows_per_chunk : rows;
 #pragma unroll 2
   for (int64_t row = row_begin; row < row_end; ++row) {
-    const Pack<T, kVec> xp = load_pack<T, kVec>(x + row * cols, idx);
-    const Pack<T, kVec> gp = load_pack<T, kVec>(dy + row * cols, idx);
+    const Pack<scalar_t, kVec> xp = load_pack<scalar_t, kVec>(x + row * cols, idx);
+    const Pack<scalar_t, kVec> gp = load_pack<scalar_t, kVec>(dy + row * cols, idx);
     const acc_t m = mean != nullptr ? mean[row] : acc_t(0);
     const acc_t r = rstd[row];
     const acc_t mean_g = row_stats[2 * row];
     const acc_t mean_gx = row_stats[2 * row + 1];
-    Pack<T, kVec> dp;
+    Pack<scalar_t, kVec> dp;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       const acc_t xhat = (static_cast<acc_t>(xp.v[k]) - m) * r;
       const acc_t d = static_cast<acc_t>(gp.v[k]);
-      dp.v[k] = static_cast<T>(r * (d * w[k] - mean_g - xhat * mean_gx));
+      dp.v[k] = static_cast<scalar_t>(r * (d * w[k] - mean_g - xhat * mean_gx));
       dw_acc[k] += d * xhat;
       db_acc[k] += d;
     }
-    store_pack<T, kVec>(dx + row * cols, idx, dp);
+    store_pack<scalar_t, kVec>(dx + row * cols, idx, dp);
   }
   const int64_t out = static_cast<int64_t>(blockIdx.y) * cols + idx * kVec;
 #pragma unroll
@@ -283,10 +285,11 @@ __global__ void __launch_bounds__(kColumnsThreads)
 // the (idle) staging memory sums_s ([groups][slice_cols]), written as the CTA's columns of
 // dweight / dbias (`finals`, one cluster) or of its partial rows (`parts`). acc(which, p, e) is the
 // thread's accumulator of element e of slot p, column0(j) the column of element 0 of pack j.
-template <int kVec, int kSlots, bool kSpan, bool kRms, typename acc_t, typename W, typename Acc, typename Column0>
+template <int kVec, int kSlots, bool kSpan, bool kRms, typename acc_t, typename weight_t, typename Acc,
+          typename Column0>
 __device__ __forceinline__ void staged_column_sums(acc_t* sums_s, int slice_cols, int col_begin, int packs, int lane,
                                                    int threads_per_row, int group, int groups, int64_t cluster_id,
-                                                   int64_t cols, acc_t* const (&parts)[2], W* const (&finals)[2],
+                                                   int64_t cols, acc_t* const (&parts)[2], weight_t* const (&finals)[2],
                                                    Acc&& acc, Column0&& column0) {
 #pragma unroll
   for (int which = 0; which < (kRms ? 1 : 2); ++which) {
@@ -316,7 +319,7 @@ __device__ __forceinline__ void staged_column_sums(acc_t* sums_s, int slice_cols
       }
       const int64_t col = col_begin + c;
       if (finals[which] != nullptr) {
-        finals[which][col] = static_cast<W>(total);
+        finals[which][col] = static_cast<weight_t>(total);
       } else {
         parts[which][cluster_id * cols + col] = total;
       }
@@ -359,13 +362,13 @@ struct StagedSlice {
 // while earlier rows are worked on. Each thread copies the packs it later reads, and the first
 // thread of each segment (the row group's threads within one warp) the statistics that segment
 // reads. A row past the end copies zeros (every thread still commits its group of copies).
-template <bool kRms, typename T, int kVec, bool kSpan, typename acc_t, typename FirstPack, typename Slot,
+template <bool kRms, typename scalar_t, int kVec, bool kSpan, typename acc_t, typename FirstPack, typename Slot,
           typename StatsSlot>
-__device__ __forceinline__ void staged_load_row(const StagedSlice<kVec, kSpan>& s, const T* x, const T* dy,
-                                                const acc_t* mean, const acc_t* rstd, int64_t row, int64_t rows,
-                                                FirstPack&& first_pack, Slot&& slot, StatsSlot&& stats_slot,
-                                                int segment_threads) {
-  using XPack = RawPack<T, kVec>;
+__device__ __forceinline__ void staged_load_row(const StagedSlice<kVec, kSpan>& s, const scalar_t* x,
+                                                const scalar_t* dy, const acc_t* mean, const acc_t* rstd, int64_t row,
+                                                int64_t rows, FirstPack&& first_pack, Slot&& slot,
+                                                StatsSlot&& stats_slot, int segment_threads) {
+  using XPack = RawPack<scalar_t, kVec>;
   const bool ok = row < rows;
   const int64_t first = first_pack(ok ? row : 0) + s.pack0;
   const XPack* xr = reinterpret_cast<const XPack*>(x) + first;
@@ -376,8 +379,8 @@ __device__ __forceinline__ void staged_load_row(const StagedSlice<kVec, kSpan>& 
   const TailPack tail = kSpan && ok ? tail_pack<kVec>(first, s.packs, rows * s.cols) : TailPack{-1, 0};
   for (int j = s.lane; j < s.packs; j += s.threads_per_row) {
     if (kSpan && j == tail.index) {
-      dst[j].load_elems(reinterpret_cast<const T*>(xr + j), tail.elems);
-      dst[s.slice_packs + j].load_elems(reinterpret_cast<const T*>(gr + j), tail.elems);
+      dst[j].load_elems(reinterpret_cast<const scalar_t*>(xr + j), tail.elems);
+      dst[s.slice_packs + j].load_elems(reinterpret_cast<const scalar_t*>(gr + j), tail.elems);
     } else {
       cp_async_16(dst + j, xr + j, ok ? kPackBytes : 0);
       cp_async_16(dst + s.slice_packs + j, gr + j, ok ? kPackBytes : 0);
@@ -402,27 +405,28 @@ __device__ __forceinline__ void staged_load_row(const StagedSlice<kVec, kSpan>& 
 // partial row, or as dweight / dbias themselves when the grid is one cluster
 // (staged_column_sums). RMSNorm: no mean and no dbias, known at compile time (the sum of g,
 // x - mean and the dbias accumulators drop out).
-template <typename T, typename W, int kPacks, RowLayout kLayout, Norm kNorm>
+template <typename scalar_t, typename weight_t, int kPacks, RowLayout kLayout, Norm kNorm>
 __global__ void __launch_bounds__(kBwdThreads, 1)
-    norm_bwd_staged_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                           const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
-                           const W* __restrict__ weight, T* __restrict__ dx, at::opmath_type<T>* __restrict__ dw_part,
-                           at::opmath_type<T>* __restrict__ db_part, W* __restrict__ dweight, W* __restrict__ dbias,
-                           int64_t rows, int64_t cols, int threads_per_row, int cluster, int stages,
-                           int64_t slice_packs) {
-  using acc_t = at::opmath_type<T>;
+    norm_bwd_staged_kernel(const scalar_t* __restrict__ dy, const scalar_t* __restrict__ x,
+                           const at::opmath_type<scalar_t>* __restrict__ mean,
+                           const at::opmath_type<scalar_t>* __restrict__ rstd, const weight_t* __restrict__ weight,
+                           scalar_t* __restrict__ dx, at::opmath_type<scalar_t>* __restrict__ dw_part,
+                           at::opmath_type<scalar_t>* __restrict__ db_part, weight_t* __restrict__ dweight,
+                           weight_t* __restrict__ dbias, int64_t rows, int64_t cols, int threads_per_row, int cluster,
+                           int stages, int64_t slice_packs) {
+  using acc_t = at::opmath_type<scalar_t>;
   constexpr bool kSpan = kLayout == RowLayout::kSpan;
   constexpr bool kRms = kNorm == Norm::kRms;
-  constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr int kVec = kPackBytes / sizeof(scalar_t);
   constexpr int kElems = kPacks * kVec;
   // kSpan: a span's packs beyond the aligned width (kSpanExtraPacks at most)
   // take one more slot (its first lanes), whose dweight / dbias accumulate in
   // shared memory, so a span row is spread over threads like an aligned row of
   // its width.
   constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
-  constexpr int kShifts = kSpanShifts<T>;
-  using XPack = RawPack<T, kVec>;
-  using WPack = RawPack<W, kVec>;
+  constexpr int kShifts = kSpanShifts<scalar_t>;
+  using XPack = RawPack<scalar_t, kVec>;
+  using WPack = RawPack<weight_t, kVec>;
   // Row sums: sum(g) (LayerNorm) and sum(g * (x - mean)).
   constexpr int kSums = kRms ? 1 : 2;
   __shared__ ReduceScratch<acc_t, kSums, kMaxClusterSize * kBwdThreads / kWarpSize> scratch;
@@ -627,7 +631,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
               const acc_t xv = xp.get(e + i);
-              const acc_t xhat = kRms ? xv * r : sizeof(T) == 2 ? fma(xv, r, neg_mr) : (xv - m) * r;
+              const acc_t xhat = kRms ? xv * r : sizeof(scalar_t) == 2 ? fma(xv, r, neg_mr) : (xv - m) * r;
               const acc_t d = gp.get(e + i);
               v[i] = r * (d * weight_at(e + i, wp) - mean_g - xhat * mean_gx);
               acc(0, p, e + i) += d * xhat;
@@ -638,7 +642,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
             out.set2(e, v[0], v[1]);
           }
           if (s.edge(j)) {
-            store_span_edge(reinterpret_cast<T*>(dxr + j), out, -s.column0(j), cols - s.column0(j));
+            store_span_edge(reinterpret_cast<scalar_t*>(dxr + j), out, -s.column0(j), cols - s.column0(j));
           } else {
             store_stream(dxr + j, out);
           }
@@ -653,7 +657,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   acc_t* sums_s = reinterpret_cast<acc_t*>(stage);  // [groups][slice_cols]
   const int slice_cols = kSpan ? max(col_end - col_begin, 0) : packs * kVec;
   acc_t* const parts[2] = {dw_part, db_part};
-  W* const finals[2] = {dweight, dbias};
+  weight_t* const finals[2] = {dweight, dbias};
   staged_column_sums<kVec, kSlots, kSpan, kRms>(sums_s, slice_cols, col_begin, packs, lane, threads_per_row, group,
                                                 groups, cluster_id, cols, parts, finals, acc,
                                                 [&](int j) { return s.column0(j); });
@@ -670,17 +674,17 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 // chain is one memory round trip and one reduction in each kind of block.
 // A row block holds `rows_per_block` rows (one when the rows are spread), kPacks
 // packs a thread.
-template <typename T, typename W, int kPacks>
+template <typename scalar_t, typename weight_t, int kPacks>
 __global__ void __launch_bounds__(kFewThreads)
-    norm_bwd_few_rows_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                             const at::opmath_type<T>* __restrict__ mean, const at::opmath_type<T>* __restrict__ rstd,
-                             const W* __restrict__ weight, T* __restrict__ dx, W* __restrict__ dweight,
-                             W* __restrict__ dbias, int64_t rows, int64_t cols, int threads_per_row, int rows_per_block,
-                             int64_t row_blocks) {
-  using acc_t = at::opmath_type<T>;
-  constexpr int kVec = kPackBytes / sizeof(T);
-  using XPack = RawPack<T, kVec>;
-  using WPack = RawPack<W, kVec>;
+    norm_bwd_few_rows_kernel(const scalar_t* __restrict__ dy, const scalar_t* __restrict__ x,
+                             const at::opmath_type<scalar_t>* __restrict__ mean,
+                             const at::opmath_type<scalar_t>* __restrict__ rstd, const weight_t* __restrict__ weight,
+                             scalar_t* __restrict__ dx, weight_t* __restrict__ dweight, weight_t* __restrict__ dbias,
+                             int64_t rows, int64_t cols, int threads_per_row, int rows_per_block, int64_t row_blocks) {
+  using acc_t = at::opmath_type<scalar_t>;
+  constexpr int kVec = kPackBytes / sizeof(scalar_t);
+  using XPack = RawPack<scalar_t, kVec>;
+  using WPack = RawPack<weight_t, kVec>;
   constexpr int kWarps = kFewThreads / kWarpSize;
   constexpr int kColElems = kFewColPacks * kVec;
   __shared__ acc_t scratch[64];
@@ -804,13 +808,13 @@ __global__ void __launch_bounds__(kFewThreads)
     const int which = threadIdx.x / kColElems;
     const int c = threadIdx.x % kColElems;
     const int64_t col = col_pack0 * kVec + c;
-    W* const out = which == 0 ? dweight : dbias;
+    weight_t* const out = which == 0 ? dweight : dbias;
     if (out != nullptr && col < cols) {
       acc_t total = acc_t(0);
       for (int w = 0; w < static_cast<int>(blockDim.x / kWarpSize); ++w) {
         total += col_sums[w][which][c];
       }
-      out[col] = static_cast<W>(total);
+      out[col] = static_cast<weight_t>(total);
     }
   }
 }
@@ -819,29 +823,29 @@ __global__ void __launch_bounds__(kFewThreads)
 // Launchers
 // -----------------------------------------------------------------------------
 
-template <typename T, typename W>
+template <typename scalar_t, typename weight_t>
 struct BwdArgs {
-  const T* dy;
-  const T* x;
-  const at::opmath_type<T>* mean;
-  const at::opmath_type<T>* rstd;
-  const W* weight;
-  T* dx;
-  W* dweight;
-  W* dbias;
+  const scalar_t* dy;
+  const scalar_t* x;
+  const at::opmath_type<scalar_t>* mean;
+  const at::opmath_type<scalar_t>* rstd;
+  const weight_t* weight;
+  scalar_t* dx;
+  weight_t* dweight;
+  weight_t* dbias;
   int64_t rows;
   int64_t cols;
   at::TensorOptions acc_options;
 };
 
 // Calls g(std::integral_constant<int, P>) for packs == P when the kernel of kVariant is built for
-// P packs a thread (for x of T); false when it is not.
-template <BwdVariant kVariant, typename T, typename G>
+// P packs a thread (for x of scalar_t); false when it is not.
+template <BwdVariant kVariant, typename scalar_t, typename G>
 bool with_packs(int packs, G&& g) {
   bool found = false;
   auto one = [&](auto p) {
     constexpr int kPacks = decltype(p)::value;
-    if constexpr (bwd_kernel_exists(kVariant, kPacks, sizeof(T))) {
+    if constexpr (bwd_kernel_exists(kVariant, kPacks, sizeof(scalar_t))) {
       if (packs == kPacks) {
         g(p);
         found = true;
@@ -855,67 +859,68 @@ bool with_packs(int packs, G&& g) {
   return found;
 }
 
-// Calls f(kernel) with the compiled kernel of a family that `k` names, for x of T and parameters
-// of W; false when that kernel is not built (no plan names one).
-template <typename T, typename W, typename F>
+// Calls f(kernel) with the compiled kernel of a family that `k` names, for x of scalar_t and parameters
+// of weight_t; false when that kernel is not built (no plan names one).
+template <typename scalar_t, typename weight_t, typename F>
 bool with_few_rows_kernel(const BwdKernel& k, F&& f) {
-  return with_packs<BwdVariant::kFewRows, T>(k.packs,
-                                             [&](auto p) { f(norm_bwd_few_rows_kernel<T, W, decltype(p)::value>); });
+  return with_packs<BwdVariant::kFewRows, scalar_t>(
+      k.packs, [&](auto p) { f(norm_bwd_few_rows_kernel<scalar_t, weight_t, decltype(p)::value>); });
 }
 
-template <typename T, typename W, typename F>
+template <typename scalar_t, typename weight_t, typename F>
 bool with_staged_kernel(const BwdKernel& k, F&& f) {
   return BOOL_SWITCH(k.norm == Norm::kRms, kRms, [&] {
     return BOOL_SWITCH(k.variant == BwdVariant::kStagedSpan, kSpan, [&] {
       constexpr BwdVariant kVariant = kSpan ? BwdVariant::kStagedSpan : BwdVariant::kStaged;
       constexpr RowLayout kLayout = kSpan ? RowLayout::kSpan : RowLayout::kAligned;
       constexpr Norm kNorm = kRms ? Norm::kRms : Norm::kLayerNorm;
-      return with_packs<kVariant, T>(
-          k.packs, [&](auto p) { f(norm_bwd_staged_kernel<T, W, decltype(p)::value, kLayout, kNorm>); });
+      return with_packs<kVariant, scalar_t>(
+          k.packs, [&](auto p) { f(norm_bwd_staged_kernel<scalar_t, weight_t, decltype(p)::value, kLayout, kNorm>); });
     });
   });
 }
 
-template <typename T, typename W, typename F>
+template <typename scalar_t, typename weight_t, typename F>
 bool with_rows_kernel(const BwdKernel& k, F&& f) {
-  constexpr int kVec = kPackBytes / sizeof(T);
+  constexpr int kVec = kPackBytes / sizeof(scalar_t);
   if (k.variant == BwdVariant::kRows) {
-    return with_packs<BwdVariant::kRows, T>(k.packs,
-                                            [&](auto p) { f(norm_bwd_kernel<T, W, kVec, decltype(p)::value>); });
+    return with_packs<BwdVariant::kRows, scalar_t>(
+        k.packs, [&](auto p) { f(norm_bwd_kernel<scalar_t, weight_t, kVec, decltype(p)::value>); });
   }
-  return with_packs<BwdVariant::kRowsElems, T>(k.packs,
-                                               [&](auto p) { f(norm_bwd_kernel<T, W, 1, decltype(p)::value>); });
+  return with_packs<BwdVariant::kRowsElems, scalar_t>(
+      k.packs, [&](auto p) { f(norm_bwd_kernel<scalar_t, weight_t, 1, decltype(p)::value>); });
 }
 
 // The two-pass variants' first (row statistics) or second (columns) kernel.
-template <typename T, typename W, bool kColumns, typename F>
+template <typename scalar_t, typename weight_t, bool kColumns, typename F>
 bool with_wide_kernel(const BwdKernel& k, F&& f) {
   BOOL_SWITCH(k.variant == BwdVariant::kWide, kPacked, [&] {
-    constexpr int kV = kPacked ? kPackBytes / sizeof(T) : 1;
+    constexpr int kV = kPacked ? kPackBytes / sizeof(scalar_t) : 1;
     if constexpr (kColumns) {
-      f(norm_bwd_columns_kernel<T, W, kV>);
+      f(norm_bwd_columns_kernel<scalar_t, weight_t, kV>);
     } else {
-      f(norm_bwd_row_stats_kernel<T, W, kV>);
+      f(norm_bwd_row_stats_kernel<scalar_t, weight_t, kV>);
     }
   });
   return k.packs == 0;
 }
 
 // Any backward kernel (for the occupancy queries, which take every kernel alike).
-template <typename T, typename W, typename F>
+template <typename scalar_t, typename weight_t, typename F>
 bool with_bwd_kernel(const BwdKernel& k, F&& f) {
   switch (k.variant) {
     case BwdVariant::kFewRows:
-      return with_few_rows_kernel<T, W>(k, f);
+      return with_few_rows_kernel<scalar_t, weight_t>(k, f);
     case BwdVariant::kStaged:
     case BwdVariant::kStagedSpan:
-      return with_staged_kernel<T, W>(k, f);
+      return with_staged_kernel<scalar_t, weight_t>(k, f);
     case BwdVariant::kRows:
     case BwdVariant::kRowsElems:
-      return with_rows_kernel<T, W>(k, f);
+      return with_rows_kernel<scalar_t, weight_t>(k, f);
     case BwdVariant::kWide:
     case BwdVariant::kWideElems:
-      return k.columns ? with_wide_kernel<T, W, true>(k, f) : with_wide_kernel<T, W, false>(k, f);
+      return k.columns ? with_wide_kernel<scalar_t, weight_t, true>(k, f)
+                       : with_wide_kernel<scalar_t, weight_t, false>(k, f);
   }
   return false;
 }
@@ -927,22 +932,23 @@ inline void check_kernel(bool found, const BwdKernel& k) {
 }
 
 // The runtime's occupancy of the compiled kernels, for plan_bwd.
-template <typename T, typename W>
+template <typename scalar_t, typename weight_t>
 class RuntimeBwdOccupancy final : public BwdOccupancy {
  public:
   int ctas_per_sm(const BwdKernel& k, int threads, int64_t smem_bytes) const override {
     int per_sm = 0;
-    check_kernel(with_bwd_kernel<T, W>(k,
-                                       [&](auto kernel) {
-                                         C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                             &per_sm, kernel, threads, smem_bytes));
-                                       }),
+    check_kernel(with_bwd_kernel<scalar_t, weight_t>(k,
+                                                     [&](auto kernel) {
+                                                       C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                                                           &per_sm, kernel, threads, smem_bytes));
+                                                     }),
                  k);
     return per_sm;
   }
   int64_t static_smem_bytes(const BwdKernel& k) const override {
     cudaFuncAttributes attr{};
-    check_kernel(with_bwd_kernel<T, W>(k, [&](auto kernel) { C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel)); }),
+    check_kernel(with_bwd_kernel<scalar_t, weight_t>(
+                     k, [&](auto kernel) { C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel)); }),
                  k);
     return static_cast<int64_t>(attr.sharedSizeBytes);
   }
@@ -952,7 +958,9 @@ class RuntimeBwdOccupancy final : public BwdOccupancy {
     c.cluster = cluster;
     c.smem_bytes = static_cast<size_t>(smem_bytes);
     int64_t resident = 0;
-    check_kernel(with_staged_kernel<T, W>(k, [&](auto kernel) { resident = cuda::resident_clusters(kernel, c); }), k);
+    check_kernel(
+        with_staged_kernel<scalar_t, weight_t>(k, [&](auto kernel) { resident = cuda::resident_clusters(kernel, c); }),
+        k);
     return resident;
   }
 };
@@ -964,26 +972,26 @@ acc_t* data_or_null(at::Tensor& t) {
 
 // `parts` partial rows of a parameter gradient (when it is asked for: `out` set), for
 // column_sum_kernel to add.
-template <typename T, typename W>
-at::Tensor partial_rows(const BwdArgs<T, W>& a, const W* out, int64_t parts) {
+template <typename scalar_t, typename weight_t>
+at::Tensor partial_rows(const BwdArgs<scalar_t, weight_t>& a, const weight_t* out, int64_t parts) {
   return out != nullptr ? at::empty({parts, a.cols}, a.acc_options) : at::Tensor();
 }
 
 // Adds the plan's sum_parts partial rows into dweight / dbias, in one launch for both.
-template <typename T, typename W>
-void launch_plan_column_sums(const BwdPlan& plan, const BwdArgs<T, W>& a, const at::Tensor& dw_part,
+template <typename scalar_t, typename weight_t>
+void launch_plan_column_sums(const BwdPlan& plan, const BwdArgs<scalar_t, weight_t>& a, const at::Tensor& dw_part,
                              const at::Tensor& db_part) {
-  using acc_t = at::opmath_type<T>;
+  using acc_t = at::opmath_type<scalar_t>;
   const bool both = a.dweight != nullptr && a.dbias != nullptr;
   launch_column_sums(a.dweight != nullptr ? dw_part.const_data_ptr<acc_t>() : db_part.const_data_ptr<acc_t>(),
                      a.dweight != nullptr ? a.dweight : a.dbias, both ? db_part.const_data_ptr<acc_t>() : nullptr,
                      both ? a.dbias : nullptr, plan.sum_parts, a.cols, plan.sum_vec, at::cuda::getCurrentCUDAStream());
 }
 
-template <typename T, typename W>
-void launch_norm_bwd_few_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
+template <typename scalar_t, typename weight_t>
+void launch_norm_bwd_few_rows(const BwdPlan& plan, const BwdArgs<scalar_t, weight_t>& a) {
   const BwdKernel k{plan.variant, plan.packs_per_thread, plan.norm, false};
-  const bool found = with_few_rows_kernel<T, W>(k, [&](auto kernel) {
+  const bool found = with_few_rows_kernel<scalar_t, weight_t>(k, [&](auto kernel) {
     kernel<<<plan.grid, plan.threads, 0, at::cuda::getCurrentCUDAStream()>>>(
         a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, a.dweight, a.dbias, a.rows, a.cols, plan.threads_per_row,
         plan.groups, plan.row_blocks);
@@ -992,9 +1000,9 @@ void launch_norm_bwd_few_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   check_kernel(found, k);
 }
 
-template <typename T, typename W>
-void launch_norm_bwd_staged(const BwdPlan& plan, const BwdArgs<T, W>& a) {
-  using acc_t = at::opmath_type<T>;
+template <typename scalar_t, typename weight_t>
+void launch_norm_bwd_staged(const BwdPlan& plan, const BwdArgs<scalar_t, weight_t>& a) {
+  using acc_t = at::opmath_type<scalar_t>;
   StagedConfig c;
   c.threads_per_row = plan.threads_per_row;
   c.groups = plan.groups;
@@ -1007,7 +1015,7 @@ void launch_norm_bwd_staged(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   at::Tensor dw_part = direct ? at::Tensor() : partial_rows(a, a.dweight, plan.clusters);
   at::Tensor db_part = direct ? at::Tensor() : partial_rows(a, a.dbias, plan.clusters);
   const BwdKernel k{plan.variant, plan.packs_per_thread, plan.norm, false};
-  const bool found = with_staged_kernel<T, W>(k, [&](auto kernel) {
+  const bool found = with_staged_kernel<scalar_t, weight_t>(k, [&](auto kernel) {
     launch_staged(kernel, c, plan.clusters, a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part),
                   data_or_null<acc_t>(db_part), direct ? a.dweight : nullptr, direct ? a.dbias : nullptr, a.rows,
                   a.cols, c.threads_per_row, c.cluster, c.stages, c.slice_packs);
@@ -1018,13 +1026,13 @@ void launch_norm_bwd_staged(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   }
 }
 
-template <typename T, typename W>
-void launch_norm_bwd_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
-  using acc_t = at::opmath_type<T>;
+template <typename scalar_t, typename weight_t>
+void launch_norm_bwd_rows(const BwdPlan& plan, const BwdArgs<scalar_t, weight_t>& a) {
+  using acc_t = at::opmath_type<scalar_t>;
   at::Tensor dw_part = partial_rows(a, a.dweight, plan.grid);
   at::Tensor db_part = partial_rows(a, a.dbias, plan.grid);
   const BwdKernel k{plan.variant, plan.packs_per_thread, plan.norm, false};
-  const bool found = with_rows_kernel<T, W>(k, [&](auto kernel) {
+  const bool found = with_rows_kernel<scalar_t, weight_t>(k, [&](auto kernel) {
     kernel<<<plan.grid, kBwdThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
         a.dy, a.x, a.mean, a.rstd, a.weight, a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part), a.rows,
         a.cols, plan.threads_per_row);
@@ -1036,13 +1044,13 @@ void launch_norm_bwd_rows(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   }
 }
 
-template <typename T, typename W>
-void launch_norm_bwd_wide(const BwdPlan& plan, const BwdArgs<T, W>& a) {
-  using acc_t = at::opmath_type<T>;
+template <typename scalar_t, typename weight_t>
+void launch_norm_bwd_wide(const BwdPlan& plan, const BwdArgs<scalar_t, weight_t>& a) {
+  using acc_t = at::opmath_type<scalar_t>;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   at::Tensor row_stats = at::empty({a.rows, 2}, a.acc_options);
   const BwdKernel stats{plan.variant, 0, plan.norm, false};
-  const bool found_stats = with_wide_kernel<T, W, false>(stats, [&](auto kernel) {
+  const bool found_stats = with_wide_kernel<scalar_t, weight_t, false>(stats, [&](auto kernel) {
     kernel<<<plan.stats_grid, kWideStatsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight,
                                                               row_stats.mutable_data_ptr<acc_t>(), a.rows, a.cols);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -1053,7 +1061,7 @@ void launch_norm_bwd_wide(const BwdPlan& plan, const BwdArgs<T, W>& a) {
   TORCH_CHECK(plan.chunks <= 65535, "reference_ops: too many rows (", a.rows, ") for the wide-row backward");
   const dim3 grid(static_cast<unsigned>(plan.strips), static_cast<unsigned>(plan.chunks));
   const BwdKernel columns{plan.variant, 0, plan.norm, true};
-  const bool found_columns = with_wide_kernel<T, W, true>(columns, [&](auto kernel) {
+  const bool found_columns = with_wide_kernel<scalar_t, weight_t, true>(columns, [&](auto kernel) {
     kernel<<<grid, kColumnsThreads, 0, stream>>>(a.dy, a.x, a.mean, a.rstd, a.weight, row_stats.const_data_ptr<acc_t>(),
                                                  a.dx, data_or_null<acc_t>(dw_part), data_or_null<acc_t>(db_part),
                                                  a.rows, a.cols, plan.rows_per_chunk);
@@ -1066,13 +1074,14 @@ void launch_norm_bwd_wide(const BwdPlan& plan, const BwdArgs<T, W>& a) {
 }
 
 // Plans the call (plan_bwd, norm_plan.cpp) and launches the planned variant.
-template <typename T, typename W>
-void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
-  static_assert(static_cast<int>(sizeof(at::opmath_type<T>)) == bwd_acc_bytes(sizeof(T)), "the planner's acc size");
+template <typename scalar_t, typename weight_t>
+void dispatch_norm_bwd(const BwdArgs<scalar_t, weight_t>& a) {
+  static_assert(static_cast<int>(sizeof(at::opmath_type<scalar_t>)) == bwd_acc_bytes(sizeof(scalar_t)),
+                "the planner's acc size");
   const BwdCall call{a.rows,
                      a.cols,
-                     static_cast<int>(sizeof(T)),
-                     static_cast<int>(sizeof(W)),
+                     static_cast<int>(sizeof(scalar_t)),
+                     static_cast<int>(sizeof(weight_t)),
                      a.mean == nullptr ? Norm::kRms : Norm::kLayerNorm,
                      a.dweight != nullptr,
                      a.dbias != nullptr,
@@ -1080,7 +1089,7 @@ void dispatch_norm_bwd(const BwdArgs<T, W>& a) {
                      reinterpret_cast<uintptr_t>(a.dy),
                      reinterpret_cast<uintptr_t>(a.dx),
                      reinterpret_cast<uintptr_t>(a.weight)};
-  const BwdPlan plan = plan_bwd(call, device_limits(), RuntimeBwdOccupancy<T, W>());
+  const BwdPlan plan = plan_bwd(call, device_limits(), RuntimeBwdOccupancy<scalar_t, weight_t>());
   TORCH_CHECK(plan.valid, "reference_ops: internal error, backward variant ", bwd_variant_name(plan.variant), " at ",
               plan.packs_per_thread, " packs per thread");
   switch (plan.variant) {
@@ -1116,14 +1125,15 @@ void norm_bwd(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean,
     return;
   }
   dispatch_types(x.scalar_type(), has_float_params(x, dweight, dbias), [&](auto t, auto w) {
-    using T = decltype(t);
-    using W = decltype(w);
-    using acc_t = at::opmath_type<T>;
-    dispatch_norm_bwd<T, W>(BwdArgs<T, W>{
-        dy.const_data_ptr<T>(), x.const_data_ptr<T>(), mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr,
-        rstd.const_data_ptr<acc_t>(), weight.defined() ? weight.const_data_ptr<W>() : nullptr, dx.mutable_data_ptr<T>(),
-        dweight.defined() ? dweight.mutable_data_ptr<W>() : nullptr,
-        dbias.defined() ? dbias.mutable_data_ptr<W>() : nullptr, shape.rows, shape.cols,
+    using scalar_t = decltype(t);
+    using weight_t = decltype(w);
+    using acc_t = at::opmath_type<scalar_t>;
+    dispatch_norm_bwd<scalar_t, weight_t>(BwdArgs<scalar_t, weight_t>{
+        dy.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),
+        mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr, rstd.const_data_ptr<acc_t>(),
+        weight.defined() ? weight.const_data_ptr<weight_t>() : nullptr, dx.mutable_data_ptr<scalar_t>(),
+        dweight.defined() ? dweight.mutable_data_ptr<weight_t>() : nullptr,
+        dbias.defined() ? dbias.mutable_data_ptr<weight_t>() : nullptr, shape.rows, shape.cols,
         x.options().dtype(c10::CppTypeToScalarType<acc_t>::value)});
   });
 }

@@ -76,14 +76,14 @@ void with_params(bool has_w, bool has_b, const F& f) {
 // Fixed number of row chunks whose dweight / dbias partials are added in order.
 constexpr int64_t kBwdChunks = 32;
 
-template <typename T, typename W>
+template <typename scalar_t, typename weight_t>
 void norm_fwd_typed(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, at::Tensor& y,
                     at::Tensor& mean, at::Tensor& rstd, NormShape shape, double eps, bool rms) {
-  using acc_t = at::opmath_type<T>;
-  const T* xp = x.const_data_ptr<T>();
-  const W* wp = weight.defined() ? weight.const_data_ptr<W>() : nullptr;
-  const W* bp = bias.defined() ? bias.const_data_ptr<W>() : nullptr;
-  T* yp = y.mutable_data_ptr<T>();
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* xp = x.const_data_ptr<scalar_t>();
+  const weight_t* wp = weight.defined() ? weight.const_data_ptr<weight_t>() : nullptr;
+  const weight_t* bp = bias.defined() ? bias.const_data_ptr<weight_t>() : nullptr;
+  scalar_t* yp = y.mutable_data_ptr<scalar_t>();
   acc_t* mp = mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr;
   acc_t* rp = rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr;
   const int64_t cols = shape.cols;
@@ -91,7 +91,7 @@ void norm_fwd_typed(const at::Tensor& x, const at::Tensor& weight, const at::Ten
   const int64_t grain = std::max<int64_t>(1, kGrainElems / cols);
   at::parallel_for(0, shape.rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      const T* xr = xp + row * cols;
+      const scalar_t* xr = xp + row * cols;
       const acc_t m =
           rms ? acc_t(0) : blocked_sum<acc_t>(cols, [&](int64_t c) { return static_cast<acc_t>(xr[c]); }) * inv_cols;
       const acc_t sq = blocked_sum<acc_t>(cols, [&](int64_t c) {
@@ -105,7 +105,7 @@ void norm_fwd_typed(const at::Tensor& x, const at::Tensor& weight, const at::Ten
       if (rp != nullptr) {
         rp[row] = r;
       }
-      T* yr = yp + row * cols;
+      scalar_t* yr = yp + row * cols;
       with_params(wp != nullptr, bp != nullptr, [&](auto has_w, auto has_b) {
         for (int64_t c = 0; c < cols; ++c) {
           acc_t v = (static_cast<acc_t>(xr[c]) - m) * r;
@@ -115,23 +115,23 @@ void norm_fwd_typed(const at::Tensor& x, const at::Tensor& weight, const at::Ten
           if constexpr (decltype(has_b)::value) {
             v += static_cast<acc_t>(bp[c]);
           }
-          yr[c] = static_cast<T>(v);
+          yr[c] = static_cast<scalar_t>(v);
         }
       });
     }
   });
 }
 
-template <typename T, typename W>
+template <typename scalar_t, typename weight_t>
 void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
                     const at::Tensor& weight, at::Tensor& dx, at::Tensor& dweight, at::Tensor& dbias, NormShape shape) {
-  using acc_t = at::opmath_type<T>;
-  const T* dyp = dy.const_data_ptr<T>();
-  const T* xp = x.const_data_ptr<T>();
+  using acc_t = at::opmath_type<scalar_t>;
+  const scalar_t* dyp = dy.const_data_ptr<scalar_t>();
+  const scalar_t* xp = x.const_data_ptr<scalar_t>();
   const acc_t* mp = mean.defined() ? mean.const_data_ptr<acc_t>() : nullptr;
   const acc_t* rp = rstd.const_data_ptr<acc_t>();
-  const W* wp = weight.defined() ? weight.const_data_ptr<W>() : nullptr;
-  T* dxp = dx.mutable_data_ptr<T>();
+  const weight_t* wp = weight.defined() ? weight.const_data_ptr<weight_t>() : nullptr;
+  scalar_t* dxp = dx.mutable_data_ptr<scalar_t>();
   const int64_t rows = shape.rows;
   const int64_t cols = shape.cols;
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
@@ -150,11 +150,11 @@ void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor&
     for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
       const int64_t row_end = std::min(rows, (chunk + 1) * rows_per_chunk);
       for (int64_t row = chunk * rows_per_chunk; row < row_end; ++row) {
-        const T* xr = xp + row * cols;
-        const T* gr = dyp + row * cols;
+        const scalar_t* xr = xp + row * cols;
+        const scalar_t* gr = dyp + row * cols;
         const acc_t m = mp != nullptr ? mp[row] : acc_t(0);
         const acc_t r = rp[row];
-        T* dxr = dxp + row * cols;
+        scalar_t* dxr = dxp + row * cols;
         acc_t* dw_row = want_dw ? dw_part.data() + chunk * cols : nullptr;
         acc_t* db_row = want_db ? db_part.data() + chunk * cols : nullptr;
         // dweight exists exactly when weight does (norm.cpp): one flag for both.
@@ -174,7 +174,7 @@ void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor&
           for (int64_t c = 0; c < cols; ++c) {
             const acc_t d = static_cast<acc_t>(gr[c]);
             const acc_t xhat = (static_cast<acc_t>(xr[c]) - m) * r;
-            dxr[c] = static_cast<T>(r * (g_at(c) - mean_g - xhat * mean_gx));
+            dxr[c] = static_cast<scalar_t>(r * (g_at(c) - mean_g - xhat * mean_gx));
             if constexpr (decltype(has_w)::value) {
               dw_row[c] += d * xhat;
             }
@@ -187,13 +187,13 @@ void norm_bwd_typed(const at::Tensor& dy, const at::Tensor& x, const at::Tensor&
     }
   });
   const auto reduce = [&](const std::vector<acc_t>& part, at::Tensor& out) {
-    W* op = out.mutable_data_ptr<W>();
+    weight_t* op = out.mutable_data_ptr<weight_t>();
     for (int64_t c = 0; c < cols; ++c) {
       acc_t s = acc_t(0);
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
         s += part[chunk * cols + c];
       }
-      op[c] = static_cast<W>(s);
+      op[c] = static_cast<weight_t>(s);
     }
   };
   if (want_dw) {

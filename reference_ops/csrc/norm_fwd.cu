@@ -30,25 +30,26 @@ namespace {
 // Kernels
 // -----------------------------------------------------------------------------
 
-template <typename T, typename W, int kVec>
+template <typename scalar_t, typename weight_t, int kVec>
 __global__ void __launch_bounds__(kUncachedThreads, 1)
-    norm_fwd_uncached_kernel(const T* __restrict__ x, const W* __restrict__ weight, const W* __restrict__ bias,
-                             T* __restrict__ y, at::opmath_type<T>* __restrict__ mean_out,
-                             at::opmath_type<T>* __restrict__ rstd_out, int64_t rows, int64_t cols,
-                             at::opmath_type<T> eps, bool rms) {
-  using acc_t = at::opmath_type<T>;
+    norm_fwd_uncached_kernel(const scalar_t* __restrict__ x, const weight_t* __restrict__ weight,
+                             const weight_t* __restrict__ bias, scalar_t* __restrict__ y,
+                             at::opmath_type<scalar_t>* __restrict__ mean_out,
+                             at::opmath_type<scalar_t>* __restrict__ rstd_out, int64_t rows, int64_t cols,
+                             at::opmath_type<scalar_t> eps, bool rms) {
+  using acc_t = at::opmath_type<scalar_t>;
   __shared__ acc_t scratch[2 * kMaxWarps];
   const int64_t num_packs = cols / kVec;
   const acc_t inv_cols = acc_t(1) / static_cast<acc_t>(cols);
 
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* xr = x + row * cols;
+    const scalar_t* xr = x + row * cols;
     const acc_t shift = rms ? acc_t(0) : static_cast<acc_t>(xr[0]);
     acc_t s1 = acc_t(0);
     acc_t s2 = acc_t(0);
 #pragma unroll 4
     for (int64_t idx = threadIdx.x; idx < num_packs; idx += blockDim.x) {
-      const Pack<T, kVec> xp = load_pack<T, kVec>(xr, idx);
+      const Pack<scalar_t, kVec> xp = load_pack<scalar_t, kVec>(xr, idx);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         const acc_t d = static_cast<acc_t>(xp.v[k]) - shift;
@@ -67,19 +68,19 @@ __global__ void __launch_bounds__(kUncachedThreads, 1)
       }
       rstd_out[row] = rstd;
     }
-    T* yr = y + row * cols;
+    scalar_t* yr = y + row * cols;
 #pragma unroll 4
     for (int64_t idx = threadIdx.x; idx < num_packs; idx += blockDim.x) {
-      const Pack<T, kVec> xp = load_pack<T, kVec>(xr, idx);
-      Pack<W, kVec> wp;
-      Pack<W, kVec> bp;
+      const Pack<scalar_t, kVec> xp = load_pack<scalar_t, kVec>(xr, idx);
+      Pack<weight_t, kVec> wp;
+      Pack<weight_t, kVec> bp;
       if (weight != nullptr) {
-        wp = load_pack<W, kVec>(weight, idx);
+        wp = load_pack<weight_t, kVec>(weight, idx);
       }
       if (bias != nullptr) {
-        bp = load_pack<W, kVec>(bias, idx);
+        bp = load_pack<weight_t, kVec>(bias, idx);
       }
-      Pack<T, kVec> yp;
+      Pack<scalar_t, kVec> yp;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         acc_t v = (static_cast<acc_t>(xp.v[k]) - mean) * rstd;
@@ -89,22 +90,22 @@ __global__ void __launch_bounds__(kUncachedThreads, 1)
         if (bias != nullptr) {
           v += static_cast<acc_t>(bp.v[k]);
         }
-        yp.v[k] = static_cast<T>(v);
+        yp.v[k] = static_cast<scalar_t>(v);
       }
-      store_pack<T, kVec>(yr, idx, yp);
+      store_pack<scalar_t, kVec>(yr, idx, yp);
     }
   }
 }
 
 // The compile-time shape of one instantiation of norm_fwd_rows_kernel: the variant's traits
 // (norm_plan.h) and what follows from them and the dtypes.
-template <typename T_, typename W_, FwdVariant kVariant, Norm kNorm, int kPacks_>
+template <typename scalar_t_, typename weight_t_, FwdVariant kVariant, Norm kNorm, int kPacks_>
 struct RowsKernel {
-  using T = T_;
-  using W = W_;
-  using acc_t = at::opmath_type<T>;
+  using scalar_t = scalar_t_;
+  using weight_t = weight_t_;
+  using acc_t = at::opmath_type<scalar_t>;
   static constexpr int kPacks = kPacks_;
-  static constexpr int kVec = kPackBytes / sizeof(T);
+  static constexpr int kVec = kPackBytes / sizeof(scalar_t);
   static constexpr bool kRms = kNorm == Norm::kRms;
   static constexpr bool kCluster = fwd_traits(kVariant).cluster;
   static constexpr bool kSpan = fwd_traits(kVariant).span;
@@ -119,8 +120,8 @@ struct RowsKernel {
   static constexpr bool kFixed = kGroup > 0;
   static_assert(!kFull || !kSpan, "full rows are aligned rows");
   static_assert(!kFixed || (kFull && !kCluster && kGroup <= kWarpSize), "fixed groups: narrow rows");
-  using XPack = RawPack<T, kVec>;
-  using WPack = RawPack<W, kVec>;
+  using XPack = RawPack<scalar_t, kVec>;
+  using WPack = RawPack<weight_t, kVec>;
   // A span's one or two packs beyond the aligned width take one more slot.
   static constexpr int kSlots = kPacks + (kSpan ? 1 : 0);
   // Up to 4 packs a thread has registers to spare under the 64-register cap: the passes then
@@ -135,13 +136,14 @@ struct RowsKernel {
   // the output pass does not wait for a second round trip, the whole latency of a call of a few
   // rows (LayerNorm's weight and bias together would spill). kEarly (LayerNorm calls of one wave
   // or less, where occupancy does not count): weight and bias too, under a 128-register cap.
-  static_assert(!kEarly || (kLean && !kRms && !kCluster && !kSpan && sizeof(W) == sizeof(T)), "early parameters");
-  static constexpr bool kEarlyWeight = (kRms || kEarly) && kLean && sizeof(W) == sizeof(T);
+  static_assert(!kEarly || (kLean && !kRms && !kCluster && !kSpan && sizeof(weight_t) == sizeof(scalar_t)),
+                "early parameters");
+  static constexpr bool kEarlyWeight = (kRms || kEarly) && kLean && sizeof(weight_t) == sizeof(scalar_t);
   // The passes unpack the same words in three forms (RawPack::get), so that ptxas converts them
   // again instead of keeping 8 packs of floats; a fixed group keeps its 4 packs as floats (one
   // form), and so do the bounded float16 kernels (three forms there add instructions and remove no
   // spill).
-  static constexpr bool kOneForm = kFixed || (std::is_same_v<T, c10::Half> && !kFull);
+  static constexpr bool kOneForm = kFixed || (std::is_same_v<scalar_t, c10::Half> && !kFull);
   static constexpr int kForm1 = kOneForm ? 0 : 1;
   static constexpr int kForm2 = kOneForm ? 0 : 2;
   using Scratch = ReduceScratch<acc_t, kMoments ? 2 : 1, (kCluster ? kMaxClusterSize : 1) * kMaxWarps>;
@@ -172,8 +174,8 @@ struct RowSlots {
 
 // Weight (and with kEarly, bias) packs loaded together with x.
 template <typename K>
-__device__ __forceinline__ void load_early_params(const RowSlots<K>& s, bool ok, const typename K::W* weight,
-                                                  const typename K::W* bias, int param_stride,
+__device__ __forceinline__ void load_early_params(const RowSlots<K>& s, bool ok, const typename K::weight_t* weight,
+                                                  const typename K::weight_t* bias, int param_stride,
                                                   typename K::WPack (&w_early)[K::kEarlyWeight ? K::kSlots : 1],
                                                   typename K::WPack (&b_early)[K::kEarly ? K::kSlots : 1]) {
   using WPack = typename K::WPack;
@@ -210,7 +212,7 @@ __device__ __forceinline__ void load_x(const RowSlots<K>& s, bool ok, const type
     if (ok && (K::kFull || j < s.packs)) {
       // Read once, yet not evict-first: the backward or a next call may still find x in L2.
       if (K::kSpan && j == tail.index) {
-        xp[p].load_elems(reinterpret_cast<const typename K::T*>(xr + s.at(p)), tail.elems);
+        xp[p].load_elems(reinterpret_cast<const typename K::scalar_t*>(xr + s.at(p)), tail.elems);
       } else {
         xp[p] = load_row(xr + s.at(p));
       }
@@ -326,21 +328,21 @@ __device__ __forceinline__ void write_y(const RowSlots<K>& s, const typename K::
                                         typename K::acc_t mean, typename K::acc_t rstd, typename K::acc_t neg_mean_rstd,
                                         bool plain_y, HasWeight has_weight, HasBias has_bias) {
   using acc_t = typename K::acc_t;
-  using T = typename K::T;
+  using scalar_t = typename K::scalar_t;
   using XPack = typename K::XPack;
   using WPack = typename K::WPack;
   constexpr int kVec = K::kVec;
   constexpr int kSlots = K::kSlots;
   // 16-bit LayerNorm: (x - mean) * rstd as one FMA, x * rstd + neg_mean_rstd (its rounding,
   // 2^-24 * |mean| * rstd, is far under the output's).
-  constexpr bool kFold = (K::kLean || K::kFull) && sizeof(T) == 2 && !K::kRms;
+  constexpr bool kFold = (K::kLean || K::kFull) && sizeof(scalar_t) == 2 && !K::kRms;
   // Rows of up to 4 packs a thread load the weight / bias packs of kParamBatch slots before using
   // any: one round trip to L2 per batch instead of one per slot (the whole write pass waited on
   // each in turn). Up to 32 registers of them; 16 beside a span row's bookkeeping, and for float16,
   // whose passes ptxas converts once and keeps (more spills). At 8 packs a second slot's parameters
   // do not fit (ptxas spills).
   constexpr int kParamRegs = (K::kRms ? 1 : 2) * static_cast<int>(sizeof(WPack)) / 4;
-  constexpr int kParamBudget = K::kSpan || std::is_same_v<T, c10::Half> ? 16 : 32;
+  constexpr int kParamBudget = K::kSpan || std::is_same_v<scalar_t, c10::Half> ? 16 : 32;
   constexpr int kParamBatch = K::kLean ? std::max(1, std::min(kSlots, kParamBudget / kParamRegs)) : 1;
   auto fetch = [&](int p, WPack& wp, WPack& bp) {
     if constexpr (K::kEarlyWeight) {
@@ -368,7 +370,7 @@ __device__ __forceinline__ void write_y(const RowSlots<K>& s, const typename K::
       out.set2(e, value(e), value(e + 1));
     }
     if (s.edge(p)) {
-      store_span_edge(reinterpret_cast<T*>(yr + s.at(p)), out, -s.column0(p), s.width - s.column0(p));
+      store_span_edge(reinterpret_cast<scalar_t*>(yr + s.at(p)), out, -s.column0(p), s.width - s.column0(p));
     } else if constexpr (K::kSpan) {
       store_stream(yr + s.at(p), out);
     } else {
@@ -412,7 +414,7 @@ __device__ __forceinline__ void write_y(const RowSlots<K>& s, const typename K::
 }
 
 // Register forward (16-byte packs): a plain grid of CTAs, one row per row group; each thread
-// issues all of its kPacks loads at once and keeps the packs (as raw words of T) in registers for
+// issues all of its kPacks loads at once and keeps the packs (as raw words of scalar_t) in registers for
 // the exact two-pass statistics (mean = sum(x)/N, var = sum((x-mean)^2)/N) and the output; x,
 // weight and bias come through the read-only cache, weight and bias evict-last in L2
 // (load_param). Several CTAs per SM overlap one row's reductions with the others' memory traffic.
@@ -424,14 +426,17 @@ __device__ __forceinline__ void write_y(const RowSlots<K>& s, const typename K::
 // shift, row `shift` of `param_stride` packs), and the span's one or two packs beyond the aligned
 // width take one more slot (used by lanes 0 and 1 only), so a span row is spread over threads like
 // an aligned row of its width. The variant (norm_plan.h) fixes the rest at compile time (RowsKernel).
-template <typename T, typename W, FwdVariant kVariant, Norm kNorm, int kPacks>
+template <typename scalar_t, typename weight_t, FwdVariant kVariant, Norm kNorm, int kPacks>
 __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : kMaxThreadsPerRow, 1)
-    norm_fwd_rows_kernel(const T* __restrict__ x, const W* __restrict__ weight, const W* __restrict__ bias,
-                         T* __restrict__ y, at::opmath_type<T>* __restrict__ mean_out,
-                         at::opmath_type<T>* __restrict__ rstd_out, int64_t rows, int cols, int threads_per_row,
-                         int cluster_size, int slice_packs, int param_stride, at::opmath_type<T> eps, bool plain_y) {
-  static_assert(fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W)), "a planned variant");
-  using K = RowsKernel<T, W, kVariant, kNorm, kPacks>;
+    norm_fwd_rows_kernel(const scalar_t* __restrict__ x, const weight_t* __restrict__ weight,
+                         const weight_t* __restrict__ bias, scalar_t* __restrict__ y,
+                         at::opmath_type<scalar_t>* __restrict__ mean_out,
+                         at::opmath_type<scalar_t>* __restrict__ rstd_out, int64_t rows, int cols, int threads_per_row,
+                         int cluster_size, int slice_packs, int param_stride, at::opmath_type<scalar_t> eps,
+                         bool plain_y) {
+  static_assert(fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(scalar_t), sizeof(weight_t)),
+                "a planned variant");
+  using K = RowsKernel<scalar_t, weight_t, kVariant, kNorm, kPacks>;
   using acc_t = typename K::acc_t;
   using XPack = typename K::XPack;
   using WPack = typename K::WPack;
@@ -531,17 +536,17 @@ __global__ void __launch_bounds__(fwd_traits(kVariant).early ? kRowMaxThreads : 
 // j * kVec - s .. j * kVec - s + kVec - 1 (zero outside the row), so a row that
 // starts s elements into its first pack reads one aligned pack per parameter
 // and pack, as aligned rows do. One thread per pack of each table.
-template <typename W, int kVec>
-__global__ void span_param_table_kernel(const W* __restrict__ weight, const W* __restrict__ bias,
-                                        RawPack<W, kVec>* __restrict__ weight_table,
-                                        RawPack<W, kVec>* __restrict__ bias_table, int cols, int stride) {
-  using P = RawPack<W, kVec>;
+template <typename weight_t, int kVec>
+__global__ void span_param_table_kernel(const weight_t* __restrict__ weight, const weight_t* __restrict__ bias,
+                                        RawPack<weight_t, kVec>* __restrict__ weight_table,
+                                        RawPack<weight_t, kVec>* __restrict__ bias_table, int cols, int stride) {
+  using P = RawPack<weight_t, kVec>;
   const int index = blockIdx.x * blockDim.x + threadIdx.x;
   if (index >= kVec * stride) {
     return;
   }
   const int c0 = (index % stride) * kVec - index / stride;
-  const W* const params[2] = {weight, bias};
+  const weight_t* const params[2] = {weight, bias};
   P* const tables[2] = {weight_table, bias_table};
 #pragma unroll
   for (int which = 0; which < 2; ++which) {
@@ -557,43 +562,43 @@ __global__ void span_param_table_kernel(const W* __restrict__ weight, const W* _
 // Launch of a plan
 // -----------------------------------------------------------------------------
 
-template <typename T, typename W>
+template <typename scalar_t, typename weight_t>
 struct FwdArgs {
-  const T* x;
-  const W* weight;
-  const W* bias;
-  T* y;
-  at::opmath_type<T>* mean;
-  at::opmath_type<T>* rstd;
+  const scalar_t* x;
+  const weight_t* weight;
+  const weight_t* bias;
+  scalar_t* y;
+  at::opmath_type<scalar_t>* mean;
+  at::opmath_type<scalar_t>* rstd;
   int64_t rows;
   int64_t cols;
-  at::opmath_type<T> eps;
+  at::opmath_type<scalar_t> eps;
   bool rms;
   at::TensorOptions options;
 };
 
 // Rows wider than the register kernel holds, or unaligned: read twice, one row per CTA.
-template <typename T, typename W, int kVec>
-void launch_norm_fwd_uncached(const FwdArgs<T, W>& a) {
-  auto kernel = norm_fwd_uncached_kernel<T, W, kVec>;
+template <typename scalar_t, typename weight_t, int kVec>
+void launch_norm_fwd_uncached(const FwdArgs<scalar_t, weight_t>& a) {
+  auto kernel = norm_fwd_uncached_kernel<scalar_t, weight_t, kVec>;
   const int64_t grid = std::min(a.rows, resident_blocks(kernel, kUncachedThreads, 0));
   kernel<<<grid, kUncachedThreads, 0, at::cuda::getCurrentCUDAStream()>>>(a.x, a.weight, a.bias, a.y, a.mean, a.rstd,
                                                                           a.rows, a.cols, a.eps, a.rms);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Calls f(norm_fwd_rows_kernel<T, W, variant, norm, packs>) for the plan's register variant. Only
+// Calls f(norm_fwd_rows_kernel<scalar_t, weight_t, variant, norm, packs>) for the plan's register variant. Only
 // the combinations of kFwdVariants are instantiated; false for any other (none is planned).
-template <typename T, typename W, typename F, int... kVariants>
+template <typename scalar_t, typename weight_t, typename F, int... kVariants>
 bool with_rows_kernel(const FwdPlan& plan, F&& f, std::integer_sequence<int, kVariants...>) {
   bool found = false;
   auto try_one = [&](auto variant, auto norm, auto packs) {
     constexpr FwdVariant kVariant = decltype(variant)::value;
     constexpr Norm kNorm = decltype(norm)::value;
     constexpr int kPacks = decltype(packs)::value;
-    if constexpr (fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(T), sizeof(W))) {
+    if constexpr (fwd_rows_kernel_exists(kVariant, kNorm, kPacks, sizeof(scalar_t), sizeof(weight_t))) {
       if (plan.variant == kVariant && plan.norm == kNorm && plan.packs_per_thread == kPacks) {
-        f(norm_fwd_rows_kernel<T, W, kVariant, kNorm, kPacks>);
+        f(norm_fwd_rows_kernel<scalar_t, weight_t, kVariant, kNorm, kPacks>);
         found = true;
       }
     }
@@ -613,38 +618,38 @@ bool with_rows_kernel(const FwdPlan& plan, F&& f, std::integer_sequence<int, kVa
 }
 
 // Launches a register variant: the span parameter tables first when the plan needs them.
-template <typename T, typename W>
-void launch_norm_fwd_rows(const FwdPlan& plan, const FwdArgs<T, W>& a) {
-  constexpr int kVec = kPackBytes / sizeof(T);
+template <typename scalar_t, typename weight_t>
+void launch_norm_fwd_rows(const FwdPlan& plan, const FwdArgs<scalar_t, weight_t>& a) {
+  constexpr int kVec = kPackBytes / sizeof(scalar_t);
   if (plan.cluster > 1) {
     // A cluster slice is wider than kRowMaxThreads * kRowMaxPacks / 2 packs: always 8 per thread.
     TORCH_CHECK(plan.packs_per_thread == kRowMaxPacks && plan.threads_per_row >= kWarpSize,
                 "reference_ops: internal error, cluster slice of ", plan.slice_packs, " packs");
   }
   // Span rows read weight and bias from tables of kVec shifted copies.
-  const W* weight = a.weight;
-  const W* bias = a.bias;
+  const weight_t* weight = a.weight;
+  const weight_t* bias = a.bias;
   at::Tensor tables;
   if (plan.span_tables) {
-    using P = RawPack<W, kVec>;
+    using P = RawPack<weight_t, kVec>;
     const int64_t table_packs = static_cast<int64_t>(kVec) * plan.param_stride;
     tables = at::empty({2 * table_packs * static_cast<int64_t>(sizeof(P))}, a.options.dtype(at::kByte));
     P* weight_table = weight != nullptr ? reinterpret_cast<P*>(tables.mutable_data_ptr()) : nullptr;
     P* bias_table = bias != nullptr ? reinterpret_cast<P*>(tables.mutable_data_ptr()) + table_packs : nullptr;
     constexpr int kTableThreads = 256;
-    span_param_table_kernel<W, kVec>
+    span_param_table_kernel<weight_t, kVec>
         <<<ceil_div(table_packs, kTableThreads), kTableThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
             weight, bias, weight_table, bias_table, static_cast<int>(a.cols), plan.param_stride);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    weight = reinterpret_cast<const W*>(weight_table);
-    bias = reinterpret_cast<const W*>(bias_table);
+    weight = reinterpret_cast<const weight_t*>(weight_table);
+    bias = reinterpret_cast<const weight_t*>(bias_table);
   }
   StagedConfig c;
   c.threads_per_row = plan.threads_per_row;
   c.groups = plan.groups;
   c.cluster = plan.cluster;
   c.slice_packs = plan.slice_packs;
-  const bool launched = with_rows_kernel<T, W>(
+  const bool launched = with_rows_kernel<scalar_t, weight_t>(
       plan,
       [&](auto kernel) {
         launch_staged(kernel, c, plan.clusters, a.x, weight, bias, a.y, a.mean, a.rstd, a.rows,
@@ -656,12 +661,12 @@ void launch_norm_fwd_rows(const FwdPlan& plan, const FwdArgs<T, W>& a) {
               " at ", plan.packs_per_thread, " packs per thread");
 }
 
-template <typename T, typename W>
-void launch_norm_fwd(const FwdArgs<T, W>& a) {
+template <typename scalar_t, typename weight_t>
+void launch_norm_fwd(const FwdArgs<scalar_t, weight_t>& a) {
   const FwdCall call{a.rows,
                      a.cols,
-                     static_cast<int>(sizeof(T)),
-                     static_cast<int>(sizeof(W)),
+                     static_cast<int>(sizeof(scalar_t)),
+                     static_cast<int>(sizeof(weight_t)),
                      a.rms ? Norm::kRms : Norm::kLayerNorm,
                      reinterpret_cast<uintptr_t>(a.x),
                      reinterpret_cast<uintptr_t>(a.y),
@@ -670,10 +675,10 @@ void launch_norm_fwd(const FwdArgs<T, W>& a) {
   const FwdPlan plan = plan_fwd(call, device_limits());
   switch (plan.variant) {
     case FwdVariant::kUncached:
-      launch_norm_fwd_uncached<T, W, kPackBytes / sizeof(T)>(a);
+      launch_norm_fwd_uncached<scalar_t, weight_t, kPackBytes / sizeof(scalar_t)>(a);
       return;
     case FwdVariant::kUncachedElems:
-      launch_norm_fwd_uncached<T, W, 1>(a);
+      launch_norm_fwd_uncached<scalar_t, weight_t, 1>(a);
       return;
     default:
       launch_norm_fwd_rows(plan, a);
@@ -689,14 +694,15 @@ void norm_fwd(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& b
     return;
   }
   dispatch_types(x.scalar_type(), has_float_params(x, weight, bias), [&](auto t, auto w) {
-    using T = decltype(t);
-    using W = decltype(w);
-    using acc_t = at::opmath_type<T>;
-    launch_norm_fwd<T, W>(FwdArgs<T, W>{x.const_data_ptr<T>(), weight.defined() ? weight.const_data_ptr<W>() : nullptr,
-                                        bias.defined() ? bias.const_data_ptr<W>() : nullptr, y.mutable_data_ptr<T>(),
-                                        mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
-                                        rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr, shape.rows,
-                                        shape.cols, static_cast<acc_t>(eps), rms, x.options()});
+    using scalar_t = decltype(t);
+    using weight_t = decltype(w);
+    using acc_t = at::opmath_type<scalar_t>;
+    launch_norm_fwd<scalar_t, weight_t>(FwdArgs<scalar_t, weight_t>{
+        x.const_data_ptr<scalar_t>(), weight.defined() ? weight.const_data_ptr<weight_t>() : nullptr,
+        bias.defined() ? bias.const_data_ptr<weight_t>() : nullptr, y.mutable_data_ptr<scalar_t>(),
+        mean.defined() ? mean.mutable_data_ptr<acc_t>() : nullptr,
+        rstd.defined() ? rstd.mutable_data_ptr<acc_t>() : nullptr, shape.rows, shape.cols, static_cast<acc_t>(eps), rms,
+        x.options()});
   });
 }
 

@@ -32,7 +32,7 @@ constexpr int kMaxThreadsPerRow = 1024;
 // Largest cluster the kernels use (8 is portable).
 constexpr int kMaxClusterSize = 8;
 
-// Register forward: packs per thread aimed for, the most a thread holds (128 bytes of row in T:
+// Register forward: packs per thread aimed for, the most a thread holds (128 bytes of row in scalar_t:
 // 32 registers), the most threads of a CTA below 1024, the widest row (in packs) spread at
 // kRowTargetPacks a thread, and the CTA size when rows share a CTA.
 constexpr int kRowTargetPacks = 4;
@@ -446,7 +446,7 @@ BwdPlan plan_bwd(const BwdCall& call, const DeviceLimits& device, const BwdOccup
 // Fused residual ops (add_norm.cu): limits shared by the planner and the kernels
 // -----------------------------------------------------------------------------
 
-// The fused kernels work in 16-byte packs of the residual stream's dtype R (r_bytes): x, weight,
+// The fused kernels work in 16-byte packs of the residual stream's dtype residual_t (r_bytes): x, weight,
 // bias and y are read and written in packs of as many elements, whatever their own dtype.
 REFERENCE_OPS_HOST_DEVICE constexpr int add_vec(int r_bytes) { return kPackBytes / r_bytes; }
 
@@ -454,7 +454,7 @@ REFERENCE_OPS_HOST_DEVICE constexpr int add_vec(int r_bytes) { return kPackBytes
 // the backward dy, xhat, g and the running weight / bias gradients; more spills.
 constexpr int kAddMaxAccBytes = 64;
 
-// Packs of R one thread holds: 2 for a 16-bit stream, 4 for float32 and float64.
+// Packs of residual_t one thread holds: 2 for a 16-bit stream, 4 for float32 and float64.
 REFERENCE_OPS_HOST_DEVICE constexpr int add_max_packs(int r_bytes) {
   return kAddMaxAccBytes / bwd_acc_bytes(r_bytes) / add_vec(r_bytes);
 }
@@ -492,7 +492,7 @@ REFERENCE_OPS_HOST_DEVICE constexpr int add_bwd_min_blocks(int r_bytes, int pack
 // -----------------------------------------------------------------------------
 
 // What each fused forward variant is for. kSeparate is the documented fallback: shapes the fused
-// kernel does not take (widths not a multiple of R's pack, pointers not aligned to their packs,
+// kernel does not take (widths not a multiple of residual_t's pack, pointers not aligned to their packs,
 // rows wider than a thread's registers hold on kAddFwdMaxThreads threads) are added and then
 // normalised by the separate kernels (at::add, then norm_fwd's planned variants; norm.cpp).
 enum class AddFwdVariant : int {
@@ -574,7 +574,7 @@ const char* add_bwd_variant_name(AddBwdVariant v);
 // Fused residual ops: planning
 // -----------------------------------------------------------------------------
 
-// One fused forward call: shape, the dtype sizes of x, of the residual stream R (h's), of the
+// One fused forward call: shape, the dtype sizes of x, of the residual stream residual_t (h's), of the
 // parameters and of y, the norm, and the addresses of x, residual, weight, bias, h and y (0 for an
 // absent parameter).
 struct AddFwdCall {
@@ -594,12 +594,12 @@ struct AddFwdCall {
 };
 
 // The variant and its launch shape: `grid` CTAs of `threads` threads, rows of threads_per_row
-// threads (a power of two) at packs_per_thread packs of R each, threads / threads_per_row rows a
+// threads (a power of two) at packs_per_thread packs of residual_t each, threads / threads_per_row rows a
 // CTA. grid is 0 for a call of no rows (nothing to launch).
 struct AddFwdPlan {
   AddFwdVariant variant = AddFwdVariant::kSeparate;
   Norm norm = Norm::kLayerNorm;
-  int vec = 1;  // elements per pack (of R, and of every tensor beside it)
+  int vec = 1;  // elements per pack (of residual_t, and of every tensor beside it)
   int packs_per_thread = 0;
   int threads_per_row = 0;
   int threads = 0;
@@ -607,13 +607,13 @@ struct AddFwdPlan {
 };
 
 // The one place that picks the fused forward's kernel: with every pointer aligned to its pack and a
-// width that is a multiple of R's pack, rows on at most kAddFwdSharedSmThreads threads (then
+// width that is a multiple of residual_t's pack, rows on at most kAddFwdSharedSmThreads threads (then
 // kAddFwdMaxThreads) while they fit in the registers; kFewRows for calls of one wave or less, one
 // pack a thread (two for rows wider than kAddFewRowsMaxThreads packs), the rows spread over the
 // SMs; otherwise kSeparate.
 AddFwdPlan plan_add_fwd(const AddFwdCall& call, const DeviceLimits& device);
 
-// One fused backward call: shape, dtype sizes (x: the dtype of x's gradient, R's when it writes
+// One fused backward call: shape, dtype sizes (x: the dtype of x's gradient, residual_t's when it writes
 // none of its own), the norm, which parameter gradients are asked for, and the addresses of dy,
 // dh, h, weight, dsum (the gradient of h) and dx (0 for an absent one).
 struct AddBwdCall {
@@ -650,7 +650,7 @@ class AddBwdOccupancy {
 };
 
 // The variant and its launch shape: a persistent grid of `grid` CTAs of `threads` threads, rows of
-// threads_per_row threads at packs_per_thread packs of R each; then, when sum_parts > 0,
+// threads_per_row threads at packs_per_thread packs of residual_t each; then, when sum_parts > 0,
 // column_sum_kernel adds sum_parts partial rows (one a CTA) into dweight / dbias, sum_vec columns
 // a thread. grid is 0 for a call of no rows (the launcher zeroes dweight / dbias).
 struct AddBwdPlan {
@@ -666,7 +666,7 @@ struct AddBwdPlan {
 };
 
 // The one place that picks the fused backward's kernel: with every pointer aligned to its pack and
-// a width that is a multiple of R's pack, rows on at most kAddBwdMaxThreads threads at
+// a width that is a multiple of residual_t's pack, rows on at most kAddBwdMaxThreads threads at
 // add_bwd_target_packs packs a thread while they fit in the registers, on as many CTAs as are
 // resident at once (fewer for calls of fewer rows); otherwise kSeparate.
 AddBwdPlan plan_add_bwd(const AddBwdCall& call, const DeviceLimits& device, const AddBwdOccupancy& occupancy);

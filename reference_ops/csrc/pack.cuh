@@ -19,7 +19,8 @@
 namespace reference_ops {
 namespace cuda {
 
-// N elements of T stored together so one instruction moves them.
+// N elements of T stored together so one instruction moves them. T is any element type here (the
+// kernels' scalar_t, weight_t, residual_t or out_t), as in RawPack below.
 template <typename T, int N>
 struct alignas(sizeof(T) * N) Pack {
   T v[N];

@@ -338,13 +338,14 @@ __device__ __forceinline__ void write_cta_column_sums(acc_t* const (&outs)[kN], 
 // N allows: a quarter of the load instructions, four times the bytes in
 // flight); the per-column order, hence every bit of the sum, does not depend
 // on kV.
-template <typename acc_t, typename W, int kV>
-__global__ void column_sum_kernel(const acc_t* __restrict__ part0, W* __restrict__ out0,
-                                  const acc_t* __restrict__ part1, W* __restrict__ out1, int64_t parts, int64_t cols) {
+template <typename acc_t, typename weight_t, int kV>
+__global__ void column_sum_kernel(const acc_t* __restrict__ part0, weight_t* __restrict__ out0,
+                                  const acc_t* __restrict__ part1, weight_t* __restrict__ out1, int64_t parts,
+                                  int64_t cols) {
   constexpr int kTileCols = kSumCols * kV;
   __shared__ acc_t tile[kSumSlices][kTileCols + 1];
   const acc_t* __restrict__ part = blockIdx.y == 0 ? part0 : part1;
-  W* __restrict__ out = blockIdx.y == 0 ? out0 : out1;
+  weight_t* __restrict__ out = blockIdx.y == 0 ? out0 : out1;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTileCols;
   const int64_t c = c0 + static_cast<int64_t>(threadIdx.x) * kV;
   Pack<acc_t, kV> v;
@@ -376,23 +377,23 @@ __global__ void column_sum_kernel(const acc_t* __restrict__ part0, W* __restrict
     for (int i = 0; i < kSumSlices; ++i) {
       s += tile[i][t];
     }
-    out[c0 + t] = static_cast<W>(s);
+    out[c0 + t] = static_cast<weight_t>(s);
   }
 }
 
 // Adds `parts` partial rows of part0 into out0 and, when out1 is set, of part1 into out1 (one
 // launch for both) with column_sum_kernel; sum_vec (column_sum_vec, norm_plan.h) is 1 or the
 // 16-byte pack of acc_t.
-template <typename acc_t, typename W>
-void launch_column_sums(const acc_t* part0, W* out0, const acc_t* part1, W* out1, int64_t parts, int64_t cols,
-                        int sum_vec, cudaStream_t stream) {
+template <typename acc_t, typename weight_t>
+void launch_column_sums(const acc_t* part0, weight_t* out0, const acc_t* part1, weight_t* out1, int64_t parts,
+                        int64_t cols, int sum_vec, cudaStream_t stream) {
   constexpr int kV = kPackBytes / sizeof(acc_t);
   const dim3 block(kSumCols, kSumSlices);
   const dim3 grid(static_cast<unsigned>(ceil_div(cols, kSumCols * sum_vec)), out1 != nullptr ? 2 : 1);
   if (sum_vec == kV) {
-    column_sum_kernel<acc_t, W, kV><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, cols);
+    column_sum_kernel<acc_t, weight_t, kV><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, cols);
   } else {
-    column_sum_kernel<acc_t, W, 1><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, cols);
+    column_sum_kernel<acc_t, weight_t, 1><<<grid, block, 0, stream>>>(part0, out0, part1, out1, parts, cols);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
