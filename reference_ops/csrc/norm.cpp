@@ -1,6 +1,6 @@
 // The ops' checked entry points: argument checks, contiguous inputs, output allocation, and the
 // call of the implementation for x's device (cpu:: in norm_cpu.cpp, cuda:: in norm_fwd.cu,
-// norm_bwd.cu and add_norm.cu). registration.cpp registers them as the ops.
+// norm_bwd.cu and add_norm.cu). _registration.cpp registers them as the ops.
 #include "norm.h"
 
 #include <ATen/EmptyTensor.h>

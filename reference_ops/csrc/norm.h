@@ -1,5 +1,5 @@
 // The ops' checked entry points (norm.cpp) and autograd kernels (norm_autograd.cpp), both registered
-// as the ops' kernels in registration.cpp, and the CUDA implementations the entry points route to
+// as the ops' kernels in _registration.cpp, and the CUDA implementations the entry points route to
 // (cuda::, in norm_fwd.cu, norm_bwd.cu and add_norm.cu; the CPU ones are in norm_cpu.h).
 #pragma once
 

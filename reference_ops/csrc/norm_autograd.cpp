@@ -1,4 +1,4 @@
-// The ops' autograd kernels, registered to the Autograd key in registration.cpp (as torchvision
+// The ops' autograd kernels, registered to the Autograd key in _registration.cpp (as torchvision
 // does for its ops). Autograd runs here, in C++, rather than in Python (torch.library's
 // register_autograd): recording a call and running its backward then cost what a native torch op
 // costs, and the public ops decide here, per call, whether the statistics are needed at all.

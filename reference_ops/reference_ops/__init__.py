@@ -10,8 +10,8 @@ reference_ops.keep_kernels_when_compiled(True)  # compiled graphs call the kerne
 import torch  # noqa: F401  (loads libtorch, which _C links against)
 
 from . import _C  # noqa: F401  (loads the library: registers the reference_ops:: ops)
+from .functional import add_layer_norm, add_rms_norm, keep_kernels_when_compiled, layer_norm, rms_norm
 from .modules import AddLayerNorm, AddRMSNorm, LayerNorm, RMSNorm
-from .ops import add_layer_norm, add_rms_norm, keep_kernels_when_compiled, layer_norm, rms_norm
 
 __all__ = [
     "add_layer_norm",

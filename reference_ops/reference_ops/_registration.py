@@ -1,9 +1,12 @@
 """Registers the fake (shape-only) kernels of the reference_ops ops with torch.library.
 
-The schema, the device kernels and the autograd kernels are registered in C++
-(csrc/registration.cpp) when the extension loads; what tracing needs from Python is added here.
-The autograd kernels call the ops through the dispatcher, so torch.compile and FakeTensor reach
-these fake kernels through them.
+The same role as a generated project's <package>/_registration.py (the ops' registration with
+torch.library), with less in it: here the schemas, the device kernels and the autograd kernels are
+registered in C++ (csrc/_registration.cpp) when the extension loads, because the autograd kernels
+are C++ (a Python register_autograd cost about 20 us a call, benchmarks/host_cost.py) and they
+call the ops through the dispatcher; what tracing needs from Python, the fake kernels, is added
+here. torch.compile and FakeTensor reach these fake kernels through the autograd kernels. The
+public functions are in functional.py, the modules in modules.py.
 """
 
 from __future__ import annotations

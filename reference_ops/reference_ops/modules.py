@@ -3,7 +3,7 @@
 Same constructor arguments, parameters and state_dict keys ("weight", "bias"), so a
 model can swap the class and load the same checkpoint. forward calls the op directly: the
 shape is a tuple of ints from __init__, and autograd is decided in the op's C++ kernel. Inside a
-graph that torch.compile traces it calls the function (reference_ops.ops), which gives the tracer
+graph that torch.compile traces it calls the function (reference_ops.functional), which gives the tracer
 the ops' math unless keep_kernels_when_compiled(True).
 """
 
@@ -14,8 +14,8 @@ import numbers
 import torch
 from torch import Tensor, nn
 
-from . import ops
-from .ops import _DEFAULT_EPS, _add_layer_norm_op, _add_rms_norm_op, _layer_norm_op, _rms_norm_op, _tracing
+from . import functional
+from .functional import _DEFAULT_EPS, _add_layer_norm_op, _add_rms_norm_op, _layer_norm_op, _rms_norm_op, _tracing
 
 __all__ = ["AddLayerNorm", "AddRMSNorm", "LayerNorm", "RMSNorm"]
 
@@ -69,7 +69,7 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if _tracing():
-            return ops.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+            return functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
         return _layer_norm_op(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -109,7 +109,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         if _tracing():
-            return ops.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+            return functional.rms_norm(x, self.normalized_shape, self.weight, self.eps)
         eps = self.eps
         if eps is None:
             eps = _DEFAULT_EPS.get(x.dtype, 0.0)
@@ -143,7 +143,7 @@ class AddLayerNorm(LayerNorm):
         if residual is None:  # the first block: nothing to add yet
             return super().forward(x), x
         if _tracing():
-            return ops.add_layer_norm(
+            return functional.add_layer_norm(
                 x, residual, self.normalized_shape, self.weight, self.bias, self.eps, out_dtype=_y_dtype(x, residual)
             )
         return _add_layer_norm_op(
@@ -162,7 +162,7 @@ class AddRMSNorm(RMSNorm):
         if residual is None:  # the first block: nothing to add yet
             return super().forward(x), x
         if _tracing():
-            return ops.add_rms_norm(
+            return functional.add_rms_norm(
                 x, residual, self.normalized_shape, self.weight, self.eps, out_dtype=_y_dtype(x, residual)
             )
         eps = self.eps

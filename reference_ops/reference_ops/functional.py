@@ -1,6 +1,11 @@
-"""The public layer_norm and rms_norm functions.
+"""The public functions: layer_norm, rms_norm, add_layer_norm, add_rms_norm.
 
-Each is one call of its op (declared in csrc/registration.cpp): the op's autograd kernel, in C++,
+Named as torch.nn.functional, whose functions these stand in for. (In a generated project the
+public functions are made by <package>/_registration.py from each op's declaration, and
+<package>/ops/ holds those declarations; here the ops are declared in C++ and the functions are
+written by hand, so neither role has a file of that name.)
+
+Each is one call of its op (declared in csrc/_registration.cpp): the op's autograd kernel, in C++,
 decides whether autograd will want a gradient and runs the *_fwd op (which keeps the statistics
 for the backward) or the *_inference op (which writes none). Nothing else happens here per call
 but the conversion of an int normalized_shape and, for rms_norm, the default eps.
