@@ -20,6 +20,7 @@ import argparse
 import functools
 import importlib
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -431,6 +432,9 @@ def main() -> int:
     parser.add_argument("--no-check", action="store_true", help="run the calls without comparing their values")
     parser.add_argument("--coverage", action="store_true", help="print the kernels the cases launch")
     parser.add_argument("--start", type=int, default=0, help="skip the cases before this index")
+    parser.add_argument("--stop", type=int, default=None, help="end before the case of this index")
+    parser.add_argument("--until", type=float, default=None,
+                        help="start no case after this time (seconds since the epoch); the run then ends normally")
     args = parser.parse_args()
     if args.list_groups:
         print("\n".join(["families", *sweep_groups()]))
@@ -450,10 +454,14 @@ def main() -> int:
     # A kernel fault ends the process (the CUDA context is lost): sanitize.py then starts again
     # after the case that faulted, which it finds from these lines.
     print(f"CASES {len(cases)}", flush=True)
-    failed = 0
+    failed = ran = 0
     with kernel_names(args.coverage) as names:
-        for index, case in enumerate(cases[args.start :], start=args.start):
+        for index, case in enumerate(cases[args.start : args.stop], start=args.start):
+            if args.until is not None and time.time() > args.until:
+                print(f"DEADLINE before case {index}", flush=True)
+                break
             print(f"CASE {index} START {case.family}", flush=True)
+            ran += 1
             try:
                 case.run()
                 torch.cuda.synchronize()
@@ -469,7 +477,6 @@ def main() -> int:
             print(f"CASE {index} OK {case.family}", flush=True)
     for name in names:
         print(f"KERNEL {name}", flush=True)
-    ran = len(cases) - args.start
     print(f"{ran - failed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 

@@ -55,3 +55,15 @@ def test_kernels_are_named_as_the_report_names_them():
              "(reference_ops::FwdVariant)1, (reference_ops::Norm)0, (int)2>(const T1 *, long)+0x10")
     assert sanitize.families_in(frame) == ["norm_fwd_rows_kernel"]
     assert sanitize.families_in("no kernel here") == []
+
+
+def test_the_cases_that_ran_are_counted_when_a_run_stops_at_its_deadline():
+    run = sanitize.Run("sweep rms_norm:float32:float32 [512:1024]", "memcheck")
+    log = (
+        "CASES 2048\n"
+        "CASE 512 START rms_norm 5x1 float32 weight\nCASE 512 OK rms_norm 5x1 float32 weight\n"
+        "CASE 513 START rms_norm 5x1 float32 weight offset 1\nCASE 513 FAILED rms_norm 5x1: AssertionError\n"
+        "DEADLINE before case 514\n1 passed, 1 failed\n========= ERROR SUMMARY: 0 errors\n"
+    )
+    sanitize.parse(log, run)
+    assert (run.ran, run.errors, len(run.failed_cases)) == (2, 0, 1)
