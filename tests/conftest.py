@@ -16,6 +16,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import bake  # noqa: E402
 
 
+def pytest_collection_modifyitems(items):
+    """Mark each test that needs a built project `built` (pytest.ini), so a run can pick them by `-m`."""
+    for item in items:
+        if "built_project" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.built)
+
+
 @pytest.fixture(scope="session")
 def rendered_matrix(tmp_path_factory) -> dict[str, tuple[dict, Path]]:
     """Every option combination rendered once per session: {name: (options, project dir)}."""

@@ -139,6 +139,7 @@ def test_new_op_refuses_bad_names(tmp_path):
     assert not (project / PACKAGE / "ops" / "fine.py").exists(), "a refused call wrote a file"
 
 
+@pytest.mark.template_change
 def test_every_change_of_the_table_passes_the_projects_suite(changed_project, tmp_path):
     project, counts = changed_project
     print("\nchange: files, lines edited after new_op.py")

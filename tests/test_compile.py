@@ -86,6 +86,7 @@ def compiled_here(options: dict) -> bool:
     return EVERY_COMBINATION or options["float16"] == options["bfloat16"] == options["float64"]
 
 
+@pytest.mark.template_change
 def test_every_distinct_source_compiles(rendered_matrix, tmp_path):
     units: dict[str, tuple[Path, dict, str]] = {}
     for name, (options, project) in rendered_matrix.items():

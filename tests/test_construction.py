@@ -112,6 +112,7 @@ def test_hook_accepts_names_of_libraries_and_of_the_template(name):
     assert pre_gen.validate({**GOOD, "package_name": name, "op_name": name}) == []
 
 
+@pytest.mark.template_change
 def test_adversarial_names_render_and_compile(tmp_path):
     """Each distinct source of the adversarial projects compiles: nvcc for .cu, g++ for .cpp."""
     units = []

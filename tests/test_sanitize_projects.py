@@ -23,6 +23,7 @@ SANITIZER = shutil.which("compute-sanitizer") or (
 ALL_DTYPES = {"float16": True, "bfloat16": True, "float64": True, "cpu_impl": True, "registration": "torch_library"}
 
 
+@pytest.mark.template_change
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.skipif(SANITIZER is None, reason="needs compute-sanitizer (CUDA Toolkit)")
 def test_generated_kernels_are_sanitizer_clean(tmp_path):
