@@ -262,6 +262,12 @@ def infer(arch, size, device, dtype, compile_mode, decode_batches, calls, warmup
     return rows
 
 
+def print_progress(row) -> None:
+    """One row as soon as it is timed, so that a run cut short still reports what it measured."""
+    ratios = ", ".join(f"{impl}/torch {row[f'{impl}_ms'] / row['torch_ms']:.3f}" for impl in IMPLS if impl != "torch")
+    print(f"{row['model']} {row['phase']} {row['mode']}: torch {row['torch_ms']:.3f} ms, {ratios}", flush=True)
+
+
 def print_tables(rows, checks) -> None:
     twin = f"{TWIN}_ms" in rows[0] if rows else False
     print(
@@ -403,6 +409,7 @@ def main(argv=None) -> int:
                     args.loss_rtol,
                 )
                 rows.append(dict(model=model, phase="train", mode=mode, **{f"{i}_ms": ms[i] for i in IMPLS}))
+                print_progress(rows[-1])
                 checks.append(dict(check, model=model, phase="train", mode=mode))
                 curves[f"{model} {mode}"] = losses
                 print(
@@ -417,6 +424,7 @@ def main(argv=None) -> int:
                     arch, size, device, infer_dtype, compile_mode[mode], decode_batches, calls, warmup, args.seed
                 ):
                     rows.append(dict(model=model, phase=phase, mode=mode, **{f"{i}_ms": ms[i] for i in IMPLS}))
+                    print_progress(rows[-1])
                     checks.append(dict(check, model=model, phase=phase, mode=mode))
                 if cuda:
                     torch.cuda.empty_cache()
