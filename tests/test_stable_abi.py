@@ -163,11 +163,12 @@ def test_one_stable_wheel_serves_the_torch_range(built_project, ends, tmp_path):
     for end, (python, version) in ends.items():
         site = tmp_path / f"site-{end}"
         digest = install(wheel, python, site)
-        tests = tmp_path / f"tests-{end}"
-        shutil.copytree(project / "tests", tests)  # away from the source tree, whose package would shadow the wheel's
+        # The project without its package (which would shadow the wheel's): the tests read csrc/ too.
+        tree = tmp_path / f"project-{end}"
+        shutil.copytree(project, tree, ignore=shutil.ignore_patterns("matrix_op", "build", "*.egg-info"))
         env = {**os.environ, "PYTHONPATH": str(site)}
-        run = subprocess.run([str(python), "-m", "pytest", str(tests), "-q", "-p", "no:cacheprovider", "-x"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+        run = subprocess.run([str(python), "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", "-x"],
+                             cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
         summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
         assert run.returncode == 0, f"torch {version}: {run.stdout[-4000:]}{run.stderr[-2000:]}"
         where = subprocess.run([str(python), "-c", "import matrix_op; print(matrix_op.__file__)"], env=env,
