@@ -188,3 +188,39 @@ def test_one_stable_wheel_serves_the_torch_range(built_project, ends, tmp_path):
     run = subprocess.run([str(other), "-c", "import matrix_op"], cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True)
     assert run.returncode != 0 and "undefined symbol" in run.stderr, run.stdout + run.stderr
+
+
+def without_nvcc(tmp_path: Path, **extra: str) -> dict:
+    """An environment where no nvcc can be found: none on PATH, CUDA_HOME an empty folder."""
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if "cuda" not in p.lower())
+    (tmp_path / "no-cuda").mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_CUDA_ARCH_LIST"}
+    return {**env, "PATH": path, "CUDA_HOME": str(tmp_path / "no-cuda"), "MAX_JOBS": "2", **extra}
+
+
+@pytest.mark.parametrize("answers, why", [
+    ({"cpu_impl": "no"}, "it was generated with cpu_impl=no"),
+    ({"kernel": "rowwise"}, "the rowwise kind builds its CPU kernels beside its CUDA ones for now"),
+])
+def test_cpu_only_build_refused_without_cpu_kernels(tmp_path, answers, why):
+    project = bake.render({}, tmp_path, **answers)
+    result = subprocess.run([sys.executable, "setup.py", "--version"], cwd=project, capture_output=True, text=True,
+                            env=without_nvcc(tmp_path, USE_CUDA="0"), timeout=300)
+    assert result.returncode != 0
+    refusal = "USE_CUDA=0 builds the CPU kernels alone, but this project has none that build without the CUDA ones"
+    assert f"{refusal} ({why})" in result.stderr, result.stderr[-3000:]
+
+
+@pytest.mark.built
+@pytest.mark.parametrize("abi", ["stable", "versioned"])
+def test_cpu_only_build_needs_no_nvcc(tmp_path, abi):
+    """USE_CUDA=0: the CPU kernels built by the host compiler alone; the project's suite runs on the CPU."""
+    project = bake.render({}, tmp_path / "project", torch_abi=abi, **bake.NAMES)
+    env = without_nvcc(tmp_path, USE_CUDA="0")
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=1800)
+    assert build.returncode == 0, (build.stdout + build.stderr)[-5000:]
+    assert "nvcc" not in build.stdout + build.stderr
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
