@@ -30,7 +30,7 @@ MAX_NAME_LENGTH = 64
 BOOLEAN_KEYS = ("float16", "bfloat16", "float64", "cpu_impl")
 BOOLEAN_WORDS = {"true", "false", "yes", "no", "y", "n", "1", "0", "on", "off"}
 CHOICES = {"kernel": ("elementwise", "rowwise"), "registration": ("torch_library", "pybind11"),
-           "license": ("MIT", "BSD-3-Clause", "Apache-2.0")}
+           "torch_abi": ("stable", "versioned"), "license": ("MIT", "BSD-3-Clause", "Apache-2.0")}
 CPP_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
     char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return
     co_yield decltype default delete do double dynamic_cast else enum explicit export extern false float for friend
@@ -110,6 +110,16 @@ def check_op(value: str) -> str | None:
     return f"{value!r} {problem}; choose another name, e.g. fused_{value}"
 
 
+def check_stable(answers: dict) -> str | None:
+    """Why torch_abi=stable cannot build with the other answers, or None."""
+    if answers.get("registration") == "pybind11":
+        return ("stable needs registration=torch_library: a pybind11 module links libtorch's C++ API, so pybind11 "
+                "is always versioned; type versioned, or choose registration=torch_library")
+    if answers.get("kernel") == "rowwise":
+        return "the rowwise kind supports torch_abi=versioned for now; type versioned, or choose kernel=elementwise"
+    return None
+
+
 def validate(answers: dict) -> list[str]:
     """One ``ERROR: key: ...`` line for every answer that cannot work."""
     text = {key: value if isinstance(value, str) else str(value) for key, value in answers.items()}
@@ -140,6 +150,8 @@ def validate(answers: dict) -> list[str]:
     for key, allowed in CHOICES.items():
         if answers.get(key) not in allowed:
             errors[key] = f"{answers.get(key)!r} is not one of {', '.join(allowed)}; type one of those"
+    if answers.get("torch_abi") == "stable" and "torch_abi" not in errors:
+        errors["torch_abi"] = check_stable(answers)
     return [f"ERROR: {key}: {message}" for key, message in errors.items() if message]
 
 

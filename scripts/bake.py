@@ -32,22 +32,29 @@ TEMPLATE = Path(__file__).resolve().parents[1]
 MATRIX = {
     "kernel": ["elementwise", "rowwise"],
     "registration": ["torch_library", "pybind11"],
+    "torch_abi": ["stable", "versioned"],
     "float16": [True, False],
     "bfloat16": [True, False],
     "float64": [True, False],
     "cpu_impl": [True, False],
 }
+# The registration and kernel kind that torch_abi=stable builds with.
+STABLE_WITH = ("torch_library", "elementwise")
 # Fixed names for every combination, so identical sources are byte-identical across combinations.
 NAMES = {"project_name": "Matrix Op", "project_slug": "matrix-op", "package_name": "matrix_op"}
 
 
 def combinations() -> list[dict]:
-    return [dict(zip(MATRIX, values)) for values in itertools.product(*MATRIX.values())]
+    """Every combination the pre-gen hook accepts: torch_abi=stable only with registration=torch_library
+    and the elementwise kind (pybind11 is always versioned; the rowwise kind is versioned for now)."""
+    every = [dict(zip(MATRIX, values)) for values in itertools.product(*MATRIX.values())]
+    return [c for c in every if c["torch_abi"] == "versioned" or (c["registration"], c["kernel"]) == STABLE_WITH]
 
 
 def combo_id(options: dict) -> str:
     flags = [("f16", "float16"), ("bf16", "bfloat16"), ("f64", "float64"), ("cpu", "cpu_impl")]
-    return "-".join([options["kernel"], options["registration"]] + [tag for tag, key in flags if options[key]])
+    abi = ["stable"] if options.get("torch_abi") == "stable" else []
+    return "-".join([options["kernel"], options["registration"], *abi] + [tag for tag, key in flags if options[key]])
 
 
 def render(options: dict, output_dir: Path, **answers) -> Path:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_build import BUILT
+from test_build import BUILT, VERSIONED
 
 
 def doctor(project: Path, *args: str, drop: tuple[str, ...] = ("TORCH_CUDA_ARCH_LIST",), **env: str):
@@ -155,7 +155,36 @@ def test_missing_cuobjdump_says_how_to_get_it(built, monkeypatch, capsys):
     assert "-> pip install nvidia-cuda-cuobjdump" in out
 
 
-def test_abi_lists_the_libtorch_symbols_of_a_versioned_build(built):
+@pytest.fixture(scope="module")
+def versioned(built_project) -> Path:
+    project, build, log = built_project(VERSIONED)
+    assert build.returncode == 0, log.read_text()[-5000:]
+    return project
+
+
+def test_abi_of_the_stable_default_build(built):
+    """The default build (the stable ABI): no libtorch C++ symbol, and every C shim symbol it calls
+    defined by this torch (the floor, in the main suite)."""
+    result = doctor(built, "abi")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok    no undefined libtorch C++ symbols" in result.stdout
+    shim = next(line for line in result.stdout.splitlines() if "undefined symbols of torch's C shim" in line)
+    count = int(shim.split()[1])
+    assert count > 10, result.stdout
+    assert f"defines all {count} shim symbols" in result.stdout, result.stdout
+
+
+def test_abi_stable_build_fails_where_torch_lacks_a_shim_symbol(built, monkeypatch, capsys):
+    module = load_doctor(built)
+    monkeypatch.setattr(module, "torch_defines", lambda symbols: ("2.10.0", symbols[:1]))
+    assert module.main(["abi"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  torch 2.10.0 does not define 1 of them" in out
+    assert "-> install a torch from setup.py's OLDEST_TORCH on" in out
+
+
+def test_abi_lists_the_libtorch_symbols_of_a_versioned_build(versioned):
+    built = versioned
     result = doctor(built, "abi")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -171,15 +200,15 @@ def test_abi_lists_the_libtorch_symbols_of_a_versioned_build(built):
     assert "ABI audit passed" in out
 
 
-def test_abi_expect_none_fails_on_a_versioned_build(built):
-    result = doctor(built, "abi", "--expect-none")
+def test_abi_expect_none_fails_on_a_versioned_build(versioned):
+    result = doctor(versioned, "abi", "--expect-none")
     assert result.returncode == 1, result.stdout
     (problem,) = fails(result)
     assert "undefined libtorch C++ symbols" in problem and "none expected" in problem
     assert "stable ABI" in problem
 
 
-def test_abi_classifies_symbols_by_namespace(built, tmp_path, default_arch_library):
+def test_abi_classifies_symbols_by_namespace(versioned, tmp_path, default_arch_library):
     """Only c10::, at::, torch:: (and caffe2::) count: std:: templates over torch types and C shim calls do not."""
     source = tmp_path / "symbols.c"
     undefined = {
@@ -196,14 +225,14 @@ def test_abi_classifies_symbols_by_namespace(built, tmp_path, default_arch_libra
                       + "void use(void) {" + "".join(f" {s}();" for s in undefined) + " }\n")
     library = tmp_path / "symbols.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
-    result = doctor(built, "abi", "--library", str(library))
+    result = doctor(versioned, "abi", "--library", str(library))
     assert result.returncode == 0, result.stdout + result.stderr
     listed = sorted(line.split()[0] for line in result.stdout.splitlines() if line.startswith("      "))
     assert listed == sorted(n for n in undefined.values() if n), result.stdout
     assert "info  5 undefined libtorch C++ symbols (at:: 1, c10:: 3, torch:: 1)" in result.stdout
     assert "info  1 undefined symbols of torch's C shim" in result.stdout
     # A library with no libtorch C++ symbols passes --expect-none: what a stable-ABI build must show.
-    result = doctor(built, "abi", "--expect-none", "--library", str(default_arch_library))
+    result = doctor(versioned, "abi", "--expect-none", "--library", str(default_arch_library))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok    no undefined libtorch C++ symbols" in result.stdout
 

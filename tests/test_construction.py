@@ -37,11 +37,14 @@ PROBE_CLASS = pre_gen.class_name(PROBE_OP)
 # meet the template's own file and C++ names (registration.cpp, dispatch_forward, launch_*, the
 # kernels' parameter x): each renders and compiles, one project per starter kernel and registration.
 ADVERSARIAL = [
-    ({"kernel": "elementwise", "registration": "torch_library", "cpu_impl": "yes"},
+    ({"kernel": "elementwise", "registration": "torch_library", "torch_abi": "stable", "cpu_impl": "yes"},
      {"package_name": "printf", "op_name": "registration"}),
-    ({"kernel": "rowwise", "registration": "pybind11", "cpu_impl": "yes"}, {"package_name": "stdin", "op_name": "x"}),
-    ({"kernel": "rowwise", "registration": "torch_library", "cpu_impl": "no"}, {"package_name": "at", "op_name": "dispatch"}),
-    ({"kernel": "elementwise", "registration": "pybind11", "cpu_impl": "no"}, {"package_name": "c10", "op_name": "launch"}),
+    ({"kernel": "rowwise", "registration": "pybind11", "torch_abi": "versioned", "cpu_impl": "yes"},
+     {"package_name": "stdin", "op_name": "x"}),
+    ({"kernel": "rowwise", "registration": "torch_library", "torch_abi": "versioned", "cpu_impl": "no"},
+     {"package_name": "at", "op_name": "dispatch"}),
+    ({"kernel": "elementwise", "registration": "pybind11", "torch_abi": "versioned", "cpu_impl": "no"},
+     {"package_name": "c10", "op_name": "launch"}),
 ]
 # More names the hook accepts: torch's op namespaces (aten, prims) and attributes of torch.ops
 # (load_library), CUDA types (dim3, half), C library names (malloc, errno_t), CUDA's C++ namespaces

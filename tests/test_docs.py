@@ -45,7 +45,7 @@ def test_options_page_lists_every_question_and_derived_value(tmp_path):
     context = json.loads((ROOT / "cookiecutter.json").read_text())
     prompts = context["__prompts__"]
     questions = [key for key in context if not key.startswith("_")]
-    assert len(questions) == 15
+    assert len(questions) == 16
     for key in questions:
         assert f"<td><code>{key}</code></td>" in page, key
         prompt = prompts[key]["__prompt__"] if isinstance(prompts[key], dict) else prompts[key]

@@ -27,7 +27,7 @@ post_gen = load_hook("post_gen_project")
 DEFAULTS = {key: value for key, value in json.loads((ROOT / "cookiecutter.json").read_text()).items()
             if not key.startswith("_")}
 GOOD = {**{k: v[0] if isinstance(v, list) else v for k, v in DEFAULTS.items()},
-        "project_slug": "my-cuda-op", "package_name": "my_cuda_op", "op_name": "scaled_gelu",
+        "project_slug": "my-cuda-op", "package_name": "my_cuda_op", "op_name": "scaled_gelu", "torch_abi": "stable",
         "description": "A custom elementwise CUDA operator for PyTorch."}
 
 # Bad identifiers (as op_name and as package_name) and what the message must say about each.
@@ -65,6 +65,10 @@ BAD_ANSWERS = [
     ({"version": "one"}, "version", "is not a PEP 440 version; type one such as 0.1.0"),
     ({"float16": "maybe"}, "float16", "'maybe' is not yes or no; type yes or no"),
     ({"cpu_impl": "2"}, "cpu_impl", "'2' is not yes or no"),
+    ({"torch_abi": "stabel"}, "torch_abi", "'stabel' is not one of stable, versioned; type one of those"),
+    ({"kernel": "rowwise", "torch_abi": "stable"}, "torch_abi",
+     "the rowwise kind supports torch_abi=versioned for now; type versioned"),
+    ({"registration": "pybind11", "torch_abi": "stable"}, "torch_abi", "pybind11 is always versioned"),
     ({"op_name": "ops"}, "op_name", "is also the name of a module in the generated package"),
     ({"op_name": "reference"}, "op_name", "module in the generated package"),
     ({"op_name": "print"}, "op_name", "would shadow torch or a Python builtin"),

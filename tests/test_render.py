@@ -26,7 +26,10 @@ def files_of(project: Path) -> set[str]:
 
 
 def test_matrix_has_every_combination():
-    assert len(COMBOS) == len(set(COMBOS)) == 2**6
+    # 2**6 with torch_abi=versioned, and the elementwise torch_library ones again with torch_abi=stable.
+    assert len(COMBOS) == len(set(COMBOS)) == 2**6 + 2**4
+    stable = [c for c in bake.combinations() if c["torch_abi"] == "stable"]
+    assert {(c["registration"], c["kernel"]) for c in stable} == {bake.STABLE_WITH}
 
 
 @pytest.mark.parametrize("name", COMBOS)
@@ -58,7 +61,8 @@ def test_combination_python_compiles(rendered_matrix, name):
 def test_dtype_answers_reach_the_dispatch_and_the_tests(rendered_matrix, name):
     options, project = rendered_matrix[name]
     chosen = {"float16": options["float16"], "bfloat16": options["bfloat16"], "float64": options["float64"]}
-    cpp = {"float16": "at::kHalf", "bfloat16": "at::kBFloat16", "float64": "at::kDouble"}
+    prefix = "ScalarType::" if options["torch_abi"] == "stable" else "at::k"
+    cpp = {"float16": prefix + "Half", "bfloat16": prefix + "BFloat16", "float64": prefix + "Double"}
     cuda_source = "".join(p.read_text() for p in (project / "csrc").rglob("*") if p.is_file())
     support = (project / "tests" / "support.py").read_text()
     tested = next(line for line in support.splitlines() if line.startswith("DTYPES = "))

@@ -17,8 +17,9 @@ from cookiecutter.main import cookiecutter
 QUESTIONS = [key for key in json.loads((bake.TEMPLATE / "cookiecutter.json").read_text()) if not key.startswith("_")]
 EVERY_ANSWER_CHANGED = {
     "project_name": "Fused Softmax \"Ops\"", "project_slug": "fused-softmax-ops", "package_name": "fsm_ops",
-    "kernel": "rowwise", "op_name": "row_softmax", "registration": "pybind11", "float16": "no", "bfloat16": False,
-    "float64": "n", "cpu_impl": False, "description": "Softmax rows; with 'quotes' and \\ backslashes.",
+    "kernel": "rowwise", "op_name": "row_softmax", "registration": "pybind11", "torch_abi": "versioned", "float16": "no",
+    "bfloat16": False, "float64": "n", "cpu_impl": False,
+    "description": "Softmax rows; with 'quotes' and \\ backslashes.",
     "author": "Ada Lovelace", "email": "ada@example.org", "license": "Apache-2.0", "version": "2.3.4",
 }
 

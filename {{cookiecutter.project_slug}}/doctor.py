@@ -16,6 +16,11 @@ DEFAULT_ARCH_LIST (what a build on a machine without a GPU targets). It reads th
 cuobjdump: the CUDA Toolkit's, or the one in PyPI's nvidia-cuda-cuobjdump package. `abi` lists the
 extension's undefined C++ symbols of c10::, at:: and torch:: (nm -D, demangled); --expect-none
 fails when there is any, for a build that must not depend on libtorch's C++ ABI.
+{%- if cookiecutter.__stable == 'True' %} This project
+builds against the LibTorch stable ABI, so `abi` expects none, and checks that the torch it runs with
+defines every symbol of torch's C shim the extension calls: run it with the floor torch (setup.py's
+OLDEST_TORCH) to check that one wheel loads into every torch from there on.
+{%- endif %}
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ PACKAGE = "{{cookiecutter.package_name}}"
 DISTRIBUTION = "{{cookiecutter.project_slug}}"
 HERE = os.path.dirname(os.path.abspath(__file__))
 REBUILD = "pip install --no-build-isolation -e ."
+# Built against the LibTorch stable ABI (setup.py's STABLE_ABI): no libtorch C++ symbol is expected.
+STABLE_ABI = {{cookiecutter.__stable}}
 GET_CUOBJDUMP = (
     "pip install nvidia-cuda-cuobjdump (cuobjdump from PyPI, found inside the installed package), "
     "or install the CUDA Toolkit's cuobjdump and put it on PATH or in $CUDA_HOME/bin"
@@ -445,6 +452,25 @@ def demangle(symbols: list[str]) -> list[str]:
     return names if run.returncode == 0 and len(names) == len(symbols) else symbols
 
 
+def torch_defines(symbols: list[str]) -> tuple[str, list[str]] | None:
+    """The installed torch's version and which of the symbols its libraries do not define, or None
+    when torch is not importable (nm -D --defined-only over torch/lib)."""
+    found = importlib.util.find_spec("torch")
+    if found is None or not found.submodule_search_locations:
+        return None
+    folder = found.submodule_search_locations[0]
+    defined: set[str] = set()
+    for library in sorted(glob.glob(os.path.join(folder, "lib", "lib*.so*"))):
+        nm = [shutil.which("nm") or "nm", "-D", "--defined-only", "--format=posix", library]
+        run = subprocess.run(nm, capture_output=True, text=True)
+        defined.update(line.split()[0].split("@")[0] for line in run.stdout.splitlines() if line.strip())
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(unknown version)"
+    return version, [s for s in symbols if s not in defined]
+
+
 def torch_requirement() -> str | None:
     """The torch requirement in the installed package's metadata (written by setup.py at build time)."""
     try:
@@ -456,6 +482,7 @@ def torch_requirement() -> str | None:
 
 def audit_abi(expect_none: bool, given: str | None) -> int:
     report = Report()
+    expect_none = expect_none or STABLE_ABI
     library = audited_library(report, given)
     if report.failed:
         return 1
@@ -498,8 +525,27 @@ def audit_abi(expect_none: bool, given: str | None) -> int:
     else:
         report.ok(f"no undefined libtorch C++ symbols ({len(symbols)} undefined symbols in all)")
     report.info(f"{len(shim)} undefined symbols of torch's C shim (aoti_torch_*, torch_*)")
+    if STABLE_ABI:
+        check_shim(report, shim)
     print("\nABI audit failed: see the FAIL lines above" if report.failed else "\nABI audit passed")
     return 1 if report.failed else 0
+
+
+def check_shim(report: Report, shim: list[str]) -> None:
+    """Whether the torch installed here defines every shim symbol the extension calls."""
+    defines = torch_defines(shim)
+    if defines is None:
+        report.fail("torch is not importable, so its C shim cannot be checked", "install torch (pip install torch)")
+        return
+    version, missing = defines
+    if missing:
+        report.fail(
+            f"torch {version} does not define {len(missing)} of them: {' '.join(missing)}; the extension does not "
+            "load into this torch",
+            "install a torch from setup.py's OLDEST_TORCH on, or rebuild with a TORCH_TARGET_VERSION this torch has",
+        )
+    else:
+        report.ok(f"torch {version} defines all {len(shim)} shim symbols (run this with the floor torch as well)")
 
 
 def main(argv: list[str] | None = None) -> int:

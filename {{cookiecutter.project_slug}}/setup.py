@@ -8,6 +8,8 @@ Environment:
   OP_DTYPE=float32      build the kernels for float32 only: a faster edit-build loop (the other dtypes
                         are then refused with the usual message).
   MAX_JOBS              parallel compile jobs for ninja.
+  USE_CUDA=0            the CPU kernels alone, built with the host compiler: no nvcc, no CUDA build of torch
+                        (CPU-only CI, laptops); refused by a project without CPU kernels.
 """
 
 import glob
@@ -16,8 +18,8 @@ import re
 import subprocess
 
 import torch
-from setuptools import setup
-from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
+from setuptools import Extension, setup
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
 
 # The GPUs CUDA 13 serves: machine code for Ampere (8.0: A100; 8.6: RTX 30, A10, A40, which also runs on
 # Ada's 8.9), Hopper (9.0: H100, H200), Blackwell datacenter (10.0: B200, GB200, and B300's 10.3) and
@@ -26,15 +28,37 @@ from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
 DEFAULT_ARCH_LIST = "8.0;8.6;9.0;10.0;12.0+PTX"
 # torch_library builds use only the stable Python ABI: one wheel serves every Python >= 3.10.
 PY_LIMITED_API = {{cookiecutter.__torch_library}}
+# Built against the LibTorch stable ABI (torch/csrc/stable, torch/headeronly), which reaches libtorch
+# only through its C shim: one build loads into every torch from OLDEST_TORCH on.
+STABLE_ABI = {{cookiecutter.__stable}}
 DEBUG = os.environ.get("DEBUG", "0") == "1"
 ONLY_FLOAT32 = os.environ.get("OP_DTYPE", "") == "float32"
+USE_CUDA = os.environ.get("USE_CUDA", "1") != "0"
+# Whether the kernels on the CPU build without the CUDA ones (the elementwise kind with cpu_impl).
+CPU_KERNELS_ALONE = {{ cookiecutter.__cpu == 'True' and cookiecutter.kernel == 'elementwise' }}
 # torch 2.11 is the first release whose PyPI wheels are built with CUDA 13 (older ones need a CUDA 12
 # toolkit, which is not tested). Tested: torch 2.11 and the newest torch on PyPI.
 OLDEST_TORCH = (2, 11)
 
 
+def torch_target_version(release: tuple[int, int]) -> int:
+    """TORCH_TARGET_VERSION for a torch release: the stable ABI's version number, major and minor in its
+    top two bytes (torch/csrc/stable/version.h's TORCH_VERSION_<major>_<minor>_0). The headers then offer
+    only what that release's C shim has, so the extension loads into it and every later torch."""
+    major, minor = release
+    return (major << 56) | (minor << 48)
+
+
 def check_toolchain() -> None:
     """Refuse to build without CUDA rather than produce a package with no kernels."""
+    if not USE_CUDA:
+        if not CPU_KERNELS_ALONE:
+            raise RuntimeError(
+                "USE_CUDA=0 builds the CPU kernels alone, but this project has none that build without the CUDA "
+                "ones ({{ 'it was generated with cpu_impl=no' if cookiecutter.__cpu != 'True' else 'the rowwise kind builds its CPU kernels beside its CUDA ones for now' }}); "
+                "unset USE_CUDA and build with nvcc"
+            )
+        return
     if torch.version.cuda is None:
         raise RuntimeError(
             f"torch {torch.__version__} is a CPU-only build; install a CUDA build of torch "
@@ -62,7 +86,10 @@ def check_toolchain() -> None:
 
 
 def torch_requirement() -> str:
-    """The torch release this build compiles against, as the package's requirement.
+    """The torch releases this build runs with, as the package's requirement.
+
+    A stable-ABI build runs with every torch from OLDEST_TORCH on (`torch>=2.11`): it calls libtorch
+    only through the C shim of that release, which later releases keep. Otherwise:
 
     The extension links libtorch's C++ API, which changes between torch releases, so a wheel runs only
     with the release it was built with: its metadata says so (`torch==2.11.*`). pip treats that as a
@@ -78,23 +105,36 @@ def torch_requirement() -> str:
             f"torch {torch.__version__} is older than torch {OLDEST_TORCH[0]}.{OLDEST_TORCH[1]}, the oldest this "
             f"project supports; upgrade it (pip install -U torch) and build again"
         )
+    if STABLE_ABI:
+        return f"torch>={OLDEST_TORCH[0]}.{OLDEST_TORCH[1]}"
     return f"torch=={release[0]}.{release[1]}.*"
 
 
-def extension() -> CUDAExtension:
+def extension() -> Extension:
     cxx_flags = ["-O0", "-g"] if DEBUG else ["-O3"]
     # No -std flag: torch.utils.cpp_extension passes the C++ standard its headers need (C++20 from torch 2.12).
     nvcc_flags = ["-O0", "-g", "-G"] if DEBUG else ["-O3", "-lineinfo"]
     if PY_LIMITED_API:
         cxx_flags.append("-DPy_LIMITED_API=0x030A0000")
+    if STABLE_ABI:
+        # Every translation unit, host and device: the headers' inline code must match the floor's shim.
+        # USE_CUDA declares the shim's CUDA functions (the current stream). Hidden symbols, as the stable
+        # headers' own: the module exports PyInit__C alone.
+        stable = [f"-DTORCH_TARGET_VERSION={torch_target_version(OLDEST_TORCH):#x}"]
+        stable += ["-DUSE_CUDA"] if USE_CUDA else []
+        cxx_flags += [*stable, "-fvisibility=hidden"]
+        nvcc_flags += [*stable, "-Xcompiler", "-fvisibility=hidden"]
     if ONLY_FLOAT32:
         cxx_flags.append("-DOP_ONLY_FLOAT32")
         nvcc_flags.append("-DOP_ONLY_FLOAT32")
-    return CUDAExtension(
+    # USE_CUDA=0: the host compiler alone, over the .cpp files (the CPU kernels and the glue).
+    kinds = ["cpp", "cu"] if USE_CUDA else ["cpp"]
+    sources = [path for kind in kinds for path in glob.glob(f"csrc/**/*.{kind}", recursive=True)]
+    return (CUDAExtension if USE_CUDA else CppExtension)(
         name="{{cookiecutter.package_name}}._C",
-        sources=sorted(glob.glob("csrc/**/*.cpp", recursive=True) + glob.glob("csrc/**/*.cu", recursive=True)),
+        sources=sorted(sources),
         include_dirs=[os.path.abspath("csrc")],
-        extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
+        extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags} if USE_CUDA else {"cxx": cxx_flags},
         py_limited_api=PY_LIMITED_API,
     )
 

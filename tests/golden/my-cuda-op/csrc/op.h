@@ -10,18 +10,12 @@
 // (engine/) calls it per element and says what it takes.
 #pragma once
 
-#include <ATen/Dispatch_v2.h>
-#include <ATen/OpMathType.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/core/function_schema.h>
-#include <c10/core/DeviceGuard.h>
-#include <c10/macros/Macros.h>
-#include <c10/util/Exception.h>
-
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "engine/torch_api.h"
 
 // Every C++ name of the project is in this namespace, which is also its torch.library namespace
 // (torch.ops.cuop_my_cuda_op). The cuop_ prefix is the project's own: no name declared or
@@ -33,9 +27,9 @@ namespace cuop_my_cuda_op {
 // The dtypes the kernels are built for. setup.py narrows them to one while iterating
 // (OP_DTYPE=float32 pip install ...), so that an edit recompiles one instantiation, not four.
 #if defined(OP_ONLY_FLOAT32)
-#define OP_DTYPES at::kFloat
+#define OP_DTYPES ScalarType::Float
 #else
-#define OP_DTYPES at::kFloat, at::kHalf, at::kBFloat16, at::kDouble
+#define OP_DTYPES ScalarType::Float, ScalarType::Half, ScalarType::BFloat16, ScalarType::Double
 #endif
 
 // What a functor returns for M outputs (M = 1: the value itself).
@@ -51,9 +45,9 @@ struct Values {
 // will be read again soon (a forward whose backward reads one of them), which the engines may
 // tell the cache.
 struct Call {
-  const c10::FunctionSchema* schema = nullptr;
-  std::vector<at::Tensor> tensors;
-  std::vector<c10::Scalar> scalars;
+  const Schema* schema = nullptr;
+  std::vector<Tensor> tensors;
+  std::vector<Scalar> scalars;
   bool reread = false;
 };
 
@@ -62,9 +56,9 @@ struct Call {
 // outputs and parameters against the schema. The engines add their shape rules.
 void check_call(const Call& call, int inputs, int outputs, int params);
 void check_same_shapes(const Call& call);
-std::vector<at::Tensor> outputs_like_first(const Call& call, int count);
+std::vector<Tensor> outputs_like_first(const Call& call, int count);
 // Whether a forward's inputs are read again by its backward (a backward argument of the same name).
-bool backward_reads_inputs(const c10::FunctionSchema& forward, const c10::FunctionSchema& backward);
+bool backward_reads_inputs(const Schema& forward, const Schema& backward);
 
 namespace detail {
 
@@ -111,7 +105,7 @@ struct ValueCount<Values<T, kCount>> : std::integral_constant<int, kCount> {};
 
 // A parameter on its way into a functor's field, of whatever type the field has.
 struct Param {
-  const c10::Scalar* scalar;
+  const Scalar* scalar;
   template <typename T>
   operator T() const {  // NOLINT(google-explicit-constructor): converts into each field's type
     return scalar->to<T>();
@@ -134,7 +128,7 @@ constexpr int field_count() {
 }
 
 template <typename Op, size_t... kI>
-Op make_functor(const std::vector<c10::Scalar>& scalars, std::index_sequence<kI...>) {
+Op make_functor(const std::vector<Scalar>& scalars, std::index_sequence<kI...>) {
   return Op{Param{&scalars[kI]}...};
 }
 
@@ -169,17 +163,17 @@ C10_HOST_DEVICE Values<acc_t, kOutputCount<Op>> apply(const Op& op, const acc_t 
 // Runs the functor Fn<acc_t> of one direction with Engine (engine/): checks, contiguous inputs, the
 // outputs, the dtype, the device.
 template <typename Engine, template <typename> class Fn>
-std::vector<at::Tensor> run(Call& call) {
+std::vector<Tensor> run(Call& call) {
   using Probe = Fn<float>;
   check_call(call, kInputCount<Probe>, kOutputCount<Probe>, kParamCount<Probe>);
   Engine::check(call);
-  for (at::Tensor& t : call.tensors) {
-    t = t.contiguous();
+  for (Tensor& t : call.tensors) {
+    t = make_contiguous(t);
   }
-  const c10::OptionalDeviceGuard device_guard(call.tensors[0].device());
-  std::vector<at::Tensor> out = Engine::outputs(call, kOutputCount<Probe>);
-  AT_DISPATCH_V2(call.tensors[0].scalar_type(), "my_cuda_op", AT_WRAP([&] {
-                   using acc_t = at::opmath_type<scalar_t>;
+  const DeviceGuard device_guard(call.tensors[0]);
+  std::vector<Tensor> out = Engine::outputs(call, kOutputCount<Probe>);
+  OP_DISPATCH_V2(call.tensors[0].scalar_type(), "my_cuda_op", AT_WRAP([&] {
+                   using acc_t = opmath_t<scalar_t>;
                    using Op = Fn<acc_t>;
                    const Op op = detail::make_functor<Op>(call.scalars, std::make_index_sequence<kParamCount<Op>>{});
                    Engine::template run<scalar_t>(op, call, out);
@@ -193,14 +187,33 @@ std::vector<at::Tensor> run(Call& call) {
 //   const bool kRegistered = register_kernels<elementwise::Cuda, MyForward, MyBackward>("my_op", kCuda);
 enum Device { kCuda, kCpu };
 
-using Kernel = std::vector<at::Tensor> (*)(Call&);
+using Kernel = std::vector<Tensor> (*)(Call&);
+// The stable ABI calls a kernel boxed (its arguments on a stack) through a plain function, which
+// holds no state: one function per kernel, which op.cpp's run_boxed gives the kernel.
+using Boxed = void (*)(StableIValue* stack, uint64_t num_args, uint64_t num_outputs);
+void run_boxed(Kernel kernel, StableIValue* stack, uint64_t num_args, uint64_t num_outputs);
+template <Kernel kKernel>
+void boxed(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  run_boxed(kKernel, stack, num_args, num_outputs);
+}
+struct KernelRef {
+  Kernel kernel;
+  Boxed boxed;
+};
+template <Kernel kKernel>
+constexpr KernelRef kernel_of() {
+  return {kKernel, &boxed<kKernel>};
+}
 // Records one kernel of an op (op.cpp): `<name>_fwd` / `<name>_bwd` on a device.
-bool add_kernel(const std::string& name, Device device, Kernel kernel, bool forward);
+bool add_kernel(const std::string& name, Device device, KernelRef kernel, bool forward);
+// The schemas the package declares (_registration.cpp, from my_cuda_op/_registration.py),
+// which the stable ABI does not describe: the checks' names and the scalars' types.
+void declare(const std::string& forward, const std::string& backward);
 
 template <typename Engine, template <typename> class Forward, template <typename> class Backward>
 bool register_kernels(const char* op_name, Device device) {
-  return add_kernel(std::string(op_name) + "_fwd", device, &run<Engine, Forward>, /*forward=*/true) &&
-         add_kernel(std::string(op_name) + "_bwd", device, &run<Engine, Backward>, /*forward=*/false);
+  return add_kernel(std::string(op_name) + "_fwd", device, kernel_of<&run<Engine, Forward>>(), /*forward=*/true) &&
+         add_kernel(std::string(op_name) + "_bwd", device, kernel_of<&run<Engine, Backward>>(), /*forward=*/false);
 }
 
 }  // namespace cuop_my_cuda_op

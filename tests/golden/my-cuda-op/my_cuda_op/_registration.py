@@ -1,7 +1,9 @@
 """Connects each declared op (ops/) to torch and makes its public function and module.
 The schemas ``<op>_fwd`` / ``<op>_bwd`` are defined here from the declaration, with fake
-(shape-only) kernels for torch.compile, FakeTensor and opcheck; the device kernels and the forward's
-autograd kernel are registered in C++ (csrc/op.cpp) when the extension loads.
+(shape-only) kernels for torch.compile, FakeTensor and opcheck, and the forward's autograd formula
+(the LibTorch stable ABI, which the extension is built against, has no C++ autograd); the device
+kernels are registered in C++ (csrc/op.cpp) when the extension loads, and read the schemas
+handed to them here.
 """
 
 from __future__ import annotations
@@ -48,15 +50,57 @@ def _split(op: Op, args: tuple) -> tuple[list[torch.Tensor], list]:
     return list(args[:n]), list(args[n:])
 
 
+def _saves(op: Op):
+    """saved(inputs, outputs): the tensors the backward reads, in the declaration's order."""
+    where = {t.name: (0, i) for i, t in enumerate(op.inputs)} | {t.name: (1, i) for i, t in enumerate(op.outputs)}
+    picks = [where[name] for name in op.saves]
+    return lambda inputs, outputs: [(inputs, outputs)[side][index] for side, index in picks]
+
+
+def _input_grads(op: Op):
+    """grads(result): the backward's outputs placed at the forward's inputs (None for the rest)."""
+    grad_of = [i for i, t in enumerate(op.inputs) if t.grad]
+    count = len(op.inputs) + len(op.params)
+
+    def grads(result) -> tuple:
+        out = [None] * count
+        for index, grad in zip(grad_of, (result,) if isinstance(result, torch.Tensor) else result, strict=True):
+            out[index] = grad
+        return tuple(out)
+
+    return grads
+
+
 def _kernels(op: Op):
     """Defines the op's schemas and fake kernels; returns the forward's and the backward's op."""
     _LIBRARY.define(op.forward_schema())
     _LIBRARY.define(op.backward_schema())
+    _C.declare(f"{NAMESPACE}::{op.forward_schema()}", f"{NAMESPACE}::{op.backward_schema()}")
     fake_forward, fake_backward = _fakes(op)
     torch.library.register_fake(f"{NAMESPACE}::{op.name}_fwd", fake_forward, lib=_LIBRARY)
     torch.library.register_fake(f"{NAMESPACE}::{op.name}_bwd", fake_backward, lib=_LIBRARY)
     ops = getattr(torch.ops, NAMESPACE)
-    return getattr(ops, f"{op.name}_fwd").default, getattr(ops, f"{op.name}_bwd").default
+    forward, backward = getattr(ops, f"{op.name}_fwd").default, getattr(ops, f"{op.name}_bwd").default
+    _autograd(op, backward)
+    return forward, backward
+
+
+def _autograd(op: Op, backward_op) -> None:
+    """The forward's autograd formula: it saves what the backward reads and calls the backward op,
+    which torch.compile then traces beside the forward. The backward op has none: a second
+    derivative is not supported."""
+    saved_of, grads_of = _saves(op), _input_grads(op)
+    single = len(op.outputs) == 1
+
+    def setup_context(ctx, inputs, output):
+        tensors, scalars = _split(op, inputs)
+        ctx.save_for_backward(*saved_of(tensors, (output,) if single else output))
+        ctx.scalars = scalars
+
+    def backward(ctx, *grads):
+        return grads_of(backward_op(*grads, *ctx.saved_tensors, *ctx.scalars))
+
+    torch.library.register_autograd(f"{NAMESPACE}::{op.name}_fwd", backward, setup_context=setup_context, lib=_LIBRARY)
 
 
 def _function(op: Op, forward):

@@ -4,10 +4,6 @@
 // (elementwise_plan.h) the launch shape.
 #pragma once
 
-#include <ATen/OpMathType.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -76,7 +72,7 @@ __device__ __forceinline__ pack_t load_pack(const pack_t* ptr) {
 // elements are done one per thread.
 template <typename scalar_t, int kVec, int kPacks, bool kEvictLast, typename Op, int kInputs, int kOutputs>
 __global__ void elementwise_kernel(Op op, Pointers<scalar_t, kInputs, kOutputs> ptr, int64_t n) {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
   const int64_t num_packs = n / kVec;
   const int64_t block_packs = int64_t(kPacks) * blockDim.x;
@@ -161,10 +157,10 @@ void with_flags(bool a, bool b, bool c, Fn fn) {
 struct Cuda {
   // Inputs of one shape; outputs like the first input.
   static void check(const Call& call) { check_same_shapes(call); }
-  static std::vector<at::Tensor> outputs(const Call& call, int count) { return outputs_like_first(call, count); }
+  static std::vector<Tensor> outputs(const Call& call, int count) { return outputs_like_first(call, count); }
 
   template <typename scalar_t, typename Op>
-  static void run(const Op& op, const Call& call, const std::vector<at::Tensor>& out) {
+  static void run(const Op& op, const Call& call, const std::vector<Tensor>& out) {
     constexpr int kInputs = kInputCount<Op>;
     constexpr int kOutputs = kOutputCount<Op>;
     const int64_t n = call.tensors[0].numel();
@@ -183,7 +179,7 @@ struct Cuda {
     }
     const bool fast = fast_memory_per_sm();
     const int64_t blocks = plan(problem_of<scalar_t, kInputs, kOutputs>(n, aligned, call.reread), Gpu{fast}).blocks;
-    const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    const cudaStream_t stream = current_stream();
     // The kernel of the planner's shape; its three choices are compile-time, so only the shapes it
     // can pick for this dtype and arity are built.
     with_flags(fast, aligned, call.reread, [&](auto fast, auto whole, auto reread) {
@@ -191,7 +187,7 @@ struct Cuda {
       elementwise_kernel<scalar_t, s.vec, s.packs, s.evict_last>
           <<<unsigned(blocks), unsigned(s.threads), 0, stream>>>(op, ptr, n);
     });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    OP_CUDA_KERNEL_LAUNCH_CHECK();
   }
 };
 

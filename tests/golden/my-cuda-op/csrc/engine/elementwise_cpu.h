@@ -1,9 +1,6 @@
 // The elementwise engine on the CPU: the same functors as on the GPU, over chunks of the tensors in
-// parallel (at::parallel_for).
+// parallel (parallel_for: at::parallel_for, or the stable ABI's).
 #pragma once
-
-#include <ATen/OpMathType.h>
-#include <ATen/Parallel.h>
 
 #include <cstdint>
 
@@ -17,11 +14,11 @@ constexpr int64_t kGrainSize = 32768;
 // The engine's CPU side, as op.h's register_kernels calls it.
 struct Cpu {
   static void check(const Call& call) { check_same_shapes(call); }
-  static std::vector<at::Tensor> outputs(const Call& call, int count) { return outputs_like_first(call, count); }
+  static std::vector<Tensor> outputs(const Call& call, int count) { return outputs_like_first(call, count); }
 
   template <typename scalar_t, typename Op>
-  static void run(const Op& op, const Call& call, const std::vector<at::Tensor>& out) {
-    using acc_t = at::opmath_type<scalar_t>;
+  static void run(const Op& op, const Call& call, const std::vector<Tensor>& out) {
+    using acc_t = opmath_t<scalar_t>;
     constexpr int kInputs = kInputCount<Op>;
     constexpr int kOutputs = kOutputCount<Op>;
     const scalar_t* in[kInputs];
@@ -32,7 +29,7 @@ struct Cpu {
     for (int o = 0; o < kOutputs; ++o) {
       dst[o] = out[o].mutable_data_ptr<scalar_t>();
     }
-    at::parallel_for(0, call.tensors[0].numel(), kGrainSize, [&](int64_t begin, int64_t end) {
+    parallel_for(0, call.tensors[0].numel(), kGrainSize, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         acc_t args[kInputs];
         for (int a = 0; a < kInputs; ++a) {

@@ -6,10 +6,8 @@
 //   forward:  y  = scale * gelu(x), GELU in its tanh approximation (Hendrycks & Gimpel, 2016)
 //   backward: dx = dy * scale * gelu'(x)
 //
-// acc_t is float for float16/bfloat16/float32 inputs and double for float64 (at::opmath_type).
+// acc_t is float for float16/bfloat16/float32 inputs and double for float64 (opmath_t, engine/torch_api.h).
 #pragma once
-
-#include <c10/macros/Macros.h>
 
 #include <cmath>
 #include <type_traits>
