@@ -66,7 +66,6 @@ BAD_ANSWERS = [
     ({"float16": "maybe"}, "float16", "'maybe' is not yes or no; type yes or no"),
     ({"cpu_impl": "2"}, "cpu_impl", "'2' is not yes or no"),
     ({"op_name": "ops"}, "op_name", "is also the name of a module in the generated package"),
-    ({"op_name": "reference"}, "op_name", "module in the generated package"),
     ({"op_name": "print"}, "op_name", "would shadow torch or a Python builtin"),
     ({"op_name": "value_error"}, "op_name", "names the op's module class ValueError"),
     ({"package_name": "os"}, "package_name", "would shadow the module of that name"),

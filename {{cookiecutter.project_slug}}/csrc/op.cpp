@@ -26,14 +26,6 @@
 #include <string>
 
 namespace {{cookiecutter.__ns}} {
-namespace {
-
-// The dtypes this project was generated with; the kernels are dispatched for exactly these.
-constexpr at::ScalarType kDtypes[] = {OP_DTYPES};
-constexpr const char* kDtypeNames = "{{cookiecutter.__dtypes}}";
-// Where the ops are declared, for messages.
-constexpr const char* kDeclarations = "{{cookiecutter.package_name}}/ops/";
-
 // The op's name in messages: the schema's without namespace and direction (scaled_gelu).
 std::string op_name(const c10::FunctionSchema& schema) {
   std::string name = schema.name().substr(schema.name().find("::") + 2);
@@ -44,6 +36,14 @@ std::string op_name(const c10::FunctionSchema& schema) {
   }
   return name;
 }
+
+namespace {
+
+// The dtypes this project was generated with; the kernels are dispatched for exactly these.
+constexpr at::ScalarType kDtypes[] = {OP_DTYPES};
+constexpr const char* kDtypeNames = "{{cookiecutter.__dtypes}}";
+// Where the ops are declared, for messages.
+constexpr const char* kDeclarations = "{{cookiecutter.package_name}}/ops/";
 
 bool is_tensor(const c10::Argument& argument) { return argument.type()->kind() == c10::TypeKind::TensorType; }
 
