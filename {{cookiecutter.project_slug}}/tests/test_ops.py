@@ -185,7 +185,9 @@ def test_cuda_graph_capture_and_replay(op):
 @pytest.mark.parametrize("shape", [(0,), (0, 5), (3, 0), (2, 0, 4)], ids=shape_id)
 @pytest.mark.parametrize("device", DEVICES)
 def test_empty_input(op, device, shape):
-    inputs = [torch.empty(op.input_shape(t, torch.Size(shape)), device=device).requires_grad_(t.grad) for t in op.inputs]
+    inputs = [
+        torch.empty(op.input_shape(t, torch.Size(shape)), device=device).requires_grad_(t.grad) for t in op.inputs
+    ]
     outputs = as_tuple(function(op)(*inputs, **scalars(op)))
     assert [o.shape for o in outputs] == output_shapes(op, shape)
     grads = grads_of(op, outputs, inputs, [torch.empty_like(o) for o in outputs])

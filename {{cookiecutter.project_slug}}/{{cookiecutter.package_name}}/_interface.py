@@ -153,7 +153,9 @@ class Op:
         for group in (self.inputs, self.outputs):
             flags = [t.per_row for t in group]
             if flags != sorted(flags):
-                raise ValueError(f"{where}: per_row tensors come after those shaped like x; reorder {[t.name for t in group]}")
+                raise ValueError(
+                    f"{where}: per_row tensors come after those shaped like x; reorder {[t.name for t in group]}"
+                )
         if self.inputs[0].per_row:
             raise ValueError(f"{where}: the first input is shaped like x, not per_row")
         for name in self.saves:
