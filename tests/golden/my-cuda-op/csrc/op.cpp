@@ -19,14 +19,6 @@
 #include <string>
 
 namespace cuop_my_cuda_op {
-namespace {
-
-// The dtypes this project was generated with; the kernels are dispatched for exactly these.
-constexpr at::ScalarType kDtypes[] = {OP_DTYPES};
-constexpr const char* kDtypeNames = "float32, float16, bfloat16, float64";
-// Where the ops are declared, for messages.
-constexpr const char* kDeclarations = "my_cuda_op/ops/";
-
 // The op's name in messages: the schema's without namespace and direction (scaled_gelu).
 std::string op_name(const c10::FunctionSchema& schema) {
   std::string name = schema.name().substr(schema.name().find("::") + 2);
@@ -37,6 +29,14 @@ std::string op_name(const c10::FunctionSchema& schema) {
   }
   return name;
 }
+
+namespace {
+
+// The dtypes this project was generated with; the kernels are dispatched for exactly these.
+constexpr at::ScalarType kDtypes[] = {OP_DTYPES};
+constexpr const char* kDtypeNames = "float32, float16, bfloat16, float64";
+// Where the ops are declared, for messages.
+constexpr const char* kDeclarations = "my_cuda_op/ops/";
 
 bool is_tensor(const c10::Argument& argument) { return argument.type()->kind() == c10::TypeKind::TensorType; }
 
