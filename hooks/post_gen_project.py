@@ -15,10 +15,7 @@ ANSWERS_JSON = r"""{{ cookiecutter | tojson }}"""
 
 def next_steps(answers: dict) -> str:
     slug, package, op = answers["project_slug"], answers["package_name"], answers["op_name"]
-    if answers.get("kernel", "elementwise") == "elementwise":
-        change = f"The op is declared in {package}/ops/{op}.py, its math is in csrc/ops/{op}.h"
-    else:
-        change = f"Change the math in csrc/{op}_math.h and {package}/reference.py"
+    change = f"The op is declared in {package}/ops/{op}.py, its math is in csrc/ops/{op}.h"
     return f"""
 Created {slug}/ with the op {package}.{op}.
 

@@ -46,7 +46,7 @@ DEPENDENCIES = frozenset("""torch torchgen functorch triton nvidia cuda numpy fi
 # The generated project's own modules and folders beside the package (the root, tests/ and
 # benchmarks/ are on sys.path when their code runs); pytest also imports every tests/test_*.py.
 PROJECT_MODULES = frozenset("setup doctor new_op benchmark benchmarks support conftest tests csrc build dist".split())
-PACKAGE_MODULES = frozenset({"ops", "modules", "reference"})  # the package's public submodules
+PACKAGE_MODULES = frozenset({"ops"})  # the package's public submodule; the ops' declarations are under it
 SUSPICIOUS = ("{" + "{", "{" + "%", "{" + "#", "$(", "`")  # template and shell syntax
 
 

@@ -324,10 +324,7 @@ def reference_ops_cases(group: str | None, boundaries: str | None, check_values:
 def project_cases(package: str, op_name: str) -> list[Case]:
     module = importlib.import_module(package)
     op = getattr(module, op_name)
-    try:  # an op declared in <package>/ops/<op>.py (elementwise), or the rowwise kind's reference module
-        reference = importlib.import_module(f"{package}.ops.{op_name}").reference
-    except (ImportError, AttributeError):
-        reference = getattr(importlib.import_module(f"{package}.reference"), f"{op_name}_reference")
+    reference = importlib.import_module(f"{package}.ops.{op_name}").reference  # the op's declaration, either kind
     shapes = [
         (1,),
         (7,),

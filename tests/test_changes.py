@@ -1,10 +1,11 @@
-"""The generated README's "what to touch for which change" table, kept true: on a fresh project, each
-change is made the way a user would (``python new_op.py <name>`` for a second op, then editing its
-files), and the project, built once, passes its own suite with every op in it. The files and lines
-each change edits are counted and printed (``-s``), for the table's figures.
+"""The generated README's "what to touch for which change" table, kept true: on a fresh project of
+each kind (elementwise, rowwise), each change is made the way a user would (``python new_op.py
+<name>`` for a second op, then editing its files), and the project, built once, passes its own suite
+with every op in it. The files and lines each change edits are counted and printed (``-s``), for the
+table's figures.
 
-Each change is a new op beside the starter, so one build covers all of them: the generic tests run
-every op of the package's OPS against its reference.
+Each change is a new op beside the starter, so one build per kind covers all of them: the generic
+tests run every op of the package's OPS against its reference.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import bake
 import pytest
 import torch
 
-# The elementwise kind, two dtypes (float64 for gradcheck), CPU kernels: what CI can run.
+# Each kind, two dtypes (float64 for gradcheck), CPU kernels: what CI can run.
 OPTIONS = {"kernel": "elementwise", "registration": "torch_library", "float16": False, "bfloat16": False,
            "float64": True, "cpu_impl": True}
+ROWWISE_OPTIONS = {**OPTIONS, "kernel": "rowwise"}
 PACKAGE = bake.NAMES["package_name"]
 STARTER = "scaled_gelu"
+ROWWISE_STARTER = "scaled_softmax"
 DECLARATION = f"{PACKAGE}/ops/{{op}}.py"
 MATH = "csrc/ops/{op}.h"
 
@@ -98,6 +101,123 @@ CHANGES = [
 ]
 
 
+# The rowwise kind's rows, on copies of scaled_softmax (csrc/ops/<op>.h: Forward, two passes, and
+# Backward, one sum).
+SOFTMAX_REFERENCE = "return torch.softmax(scale * x, dim=-1)"
+SOFTMAX_MATH = 'math="softmax(scale * x, dim=-1)",'
+FORWARD_KEEP = "static constexpr bool kKeepTerm = true;  // outputs() gets exp(z - max) as in[0]"
+FORWARD_OUTPUTS = (
+    "C10_HOST_DEVICE void outputs(const acc_t* in, const Row& row, acc_t* out) const { out[0] = in[0] * row.inv_sum; }"
+)
+FORWARD_COUNTS = "static constexpr int kOutputs = 1;  // y\n  static constexpr int kRowOutputs = 0;\n  static constexpr int kPasses = 2;"
+BACKWARD_COUNTS = (
+    "static constexpr int kInputs = 2;   // dy, y\n  static constexpr int kOutputs = 1;  // dx\n"
+    "  static constexpr int kRowOutputs = 0;\n  static constexpr int kPasses = 1;"
+)
+BACKWARD_SUM = """  C10_HOST_DEVICE Sums identity(int /*pass*/) const { return {acc_t(0)}; }
+  C10_HOST_DEVICE Sums term(int /*pass*/, const acc_t* in, const Row& /*row*/) const { return {in[0] * in[1]}; }
+  C10_HOST_DEVICE Sums combine(int /*pass*/, const Sums& a, const Sums& b) const { return {a.dot + b.dot}; }
+  C10_HOST_DEVICE void finish(int /*pass*/, const Sums& total, int64_t /*cols*/, Row& row) const {
+    row.dot = total.dot;
+  }
+  C10_HOST_DEVICE void outputs(const acc_t* in, const Row& row, acc_t* out) const {
+    out[0] = scale * in[1] * (in[0] - row.dot);
+  }"""
+ROWWISE_CHANGES = [
+    Change("different row reduction", "scaled_log_softmax", (
+        (DECLARATION, SOFTMAX_REFERENCE, "return torch.log_softmax(scale * x, dim=-1)"),
+        (DECLARATION, SOFTMAX_MATH, 'math="log_softmax(scale * x, dim=-1)",'),
+        (MATH, FORWARD_KEEP, "static constexpr bool kKeepTerm = false;"),
+        (MATH, "acc_t inv_sum;", "acc_t log_sum;"),
+        (MATH, "row.inv_sum = acc_t(1) / total.value;", "using std::log;\n      row.log_sum = log(total.value);"),
+        (MATH, FORWARD_OUTPUTS, "C10_HOST_DEVICE void outputs(const acc_t* in, const Row& row, acc_t* out) const {\n"
+         "    out[0] = scaled(in[0], scale) - row.max - row.log_sum;\n  }"),
+        (MATH, "return {in[0] * in[1]};", "return {in[0]};"),
+        (MATH, "out[0] = scale * in[1] * (in[0] - row.dot);",
+         "using std::exp;\n    out[0] = scale * (in[0] - exp(in[1]) * row.dot);"),
+    )),
+    Change("two row sums in the backward", "rms_norm", (
+        (DECLARATION, SOFTMAX_REFERENCE,
+         "return scale * x * torch.rsqrt(x.square().mean(-1, keepdim=True) + eps)"),
+        (DECLARATION, "def reference(x: torch.Tensor, scale: float)", "def reference(x: torch.Tensor, scale: float, eps: float)"),
+        (DECLARATION, 'examples=(0.75, -1.5, 0.0, 3.0, 1e-3))],',
+         'examples=(0.75, -1.5, 0.0, 3.0, 1e-3)), Scalar("eps", 1e-6, low=0.0, examples=(1e-5,))],'),
+        (DECLARATION, 'saves=["y"],', 'saves=["x"],'),
+        (DECLARATION, SOFTMAX_MATH, 'math="scale * x * rsqrt(mean(x^2) + eps)",'),
+        # Forward: one pass, the sum of squares; y = scale * x * rstd.
+        (MATH, "  acc_t scale;\n\n  static constexpr int kInputs = 1;   // x",
+         "  acc_t scale;\n  acc_t eps;\n\n  static constexpr int kInputs = 1;   // x"),
+        (MATH, "static constexpr int kPasses = 2;\n  " + FORWARD_KEEP + "\n  static constexpr bool kOnline = true;",
+         "static constexpr int kPasses = 1;"),
+        (MATH, "    acc_t max;\n    acc_t inv_sum;", "    acc_t rstd;"),
+        (MATH, "return {pass == 0 ? -std::numeric_limits<acc_t>::infinity() : acc_t(0)};", "return {acc_t(0)};"),
+        (MATH, "return {pass == 0 ? scaled(in[0], scale) : exp_shifted(in[0], scale, row.max)};", "return {in[0] * in[0]};"),
+        (MATH, "    using std::fmax;\n    return {pass == 0 ? fmax(a.value, b.value) : a.value + b.value};",
+         "    return {a.value + b.value};"),
+        (MATH, "    if (pass == 0) {\n      row.max = total.value;\n    } else {\n      row.inv_sum = acc_t(1) / total.value;\n    }",
+         "    using std::sqrt;\n    row.rstd = acc_t(1) / sqrt(total.value / acc_t(cols) + eps);"),
+        (MATH, "C10_HOST_DEVICE void finish(int pass, const Sums& total, int64_t /*cols*/, Row& row) const {",
+         "C10_HOST_DEVICE void finish(int /*pass*/, const Sums& total, int64_t cols, Row& row) const {"),
+        (MATH, """  C10_HOST_DEVICE Sums rescale(const Row& from, const Row& to, const Sums& sums) const {
+    // Equal maxima change nothing (also both -inf, where exp(from - to) would be nan).
+    return {from.max == to.max ? sums.value : sums.value * exp_below_max(from.max - to.max)};
+  }
+""", ""),
+        (MATH, FORWARD_OUTPUTS, "C10_HOST_DEVICE void outputs(const acc_t* in, const Row& row, acc_t* out) const {\n"
+         "    out[0] = scale * in[0] * row.rstd;\n  }"),
+        # Backward: from dy and x, sum(x^2) and sum(dy * x) in one pass.
+        (MATH, "  acc_t scale;\n\n  static constexpr int kInputs = 2;   // dy, y",
+         "  acc_t scale;\n  acc_t eps;\n\n  static constexpr int kInputs = 2;   // dy, x"),
+        (MATH, "  struct Sums {\n    acc_t dot;\n  };\n  struct Row {\n    acc_t dot;\n  };",
+         "  struct Sums {\n    acc_t squares;\n    acc_t dot;\n  };\n  struct Row {\n    acc_t rstd;\n    acc_t dot_mean;\n  };"),
+        (MATH, BACKWARD_SUM, """  C10_HOST_DEVICE Sums identity(int /*pass*/) const { return {acc_t(0), acc_t(0)}; }
+  C10_HOST_DEVICE Sums term(int /*pass*/, const acc_t* in, const Row& /*row*/) const {
+    return {in[1] * in[1], in[0] * in[1]};
+  }
+  C10_HOST_DEVICE Sums combine(int /*pass*/, const Sums& a, const Sums& b) const {
+    return {a.squares + b.squares, a.dot + b.dot};
+  }
+  C10_HOST_DEVICE void finish(int /*pass*/, const Sums& total, int64_t cols, Row& row) const {
+    using std::sqrt;
+    row.rstd = acc_t(1) / sqrt(total.squares / acc_t(cols) + eps);
+    row.dot_mean = total.dot / acc_t(cols);
+  }
+  C10_HOST_DEVICE void outputs(const acc_t* in, const Row& row, acc_t* out) const {
+    out[0] = scale * row.rstd * (in[0] - in[1] * row.rstd * row.rstd * row.dot_mean);
+  }"""),
+    )),
+    Change("one value per row", "log_sum_exp", (
+        (DECLARATION, SOFTMAX_REFERENCE, "return torch.logsumexp(scale * x, dim=-1)"),
+        (DECLARATION, 'outputs=[Tensor("y")],', 'outputs=[Tensor("lse", per_row=True)],'),
+        (DECLARATION, 'saves=["y"],', 'saves=["x", "lse"],'),
+        (DECLARATION, SOFTMAX_MATH, 'math="logsumexp(scale * x, dim=-1)",'),
+        # Forward: the same two passes; lse = max + log(sum) = max - log(inv_sum), one value per row.
+        (MATH, FORWARD_COUNTS,
+         "static constexpr int kOutputs = 0;\n  static constexpr int kRowOutputs = 1;  // lse\n  static constexpr int kPasses = 2;"),
+        (MATH, FORWARD_KEEP + "\n", ""),
+        (MATH, FORWARD_OUTPUTS, "C10_HOST_DEVICE void row_outputs(const Row& row, acc_t* out) const {\n"
+         "    using std::log;\n    out[0] = row.max - log(row.inv_sum);\n  }"),
+        # Backward: dx = scale * grad_lse * exp(scale * x - lse), no pass over the row.
+        (MATH, BACKWARD_COUNTS,
+         "static constexpr int kInputs = 1;     // x\n  static constexpr int kRowInputs = 2;  // grad_lse, lse\n"
+         "  static constexpr int kOutputs = 1;    // dx\n  static constexpr int kRowOutputs = 0;\n  static constexpr int kPasses = 0;"),
+        (MATH, "  struct Row {\n    acc_t dot;\n  };", "  struct Row {\n    acc_t grad;\n    acc_t lse;\n  };"),
+        (MATH, BACKWARD_SUM, """  C10_HOST_DEVICE void start(const acc_t* row_in, Row& row) const {
+    row.grad = row_in[0];
+    row.lse = row_in[1];
+  }
+  C10_HOST_DEVICE void outputs(const acc_t* in, const Row& row, acc_t* out) const {
+    using std::exp;
+    out[0] = scale * row.grad * exp(scaled(in[0], scale) - row.lse);
+  }"""),
+    )),
+]
+KINDS = {
+    "elementwise": (OPTIONS, STARTER, CHANGES),
+    "rowwise": (ROWWISE_OPTIONS, ROWWISE_STARTER, ROWWISE_CHANGES),
+}
+
+
 def edit(project: Path, change: Change) -> tuple[int, int]:
     """Make the change's edits; return (files, lines) edited, as a diff counts them."""
     before: dict[Path, str] = {}
@@ -114,18 +234,19 @@ def edit(project: Path, change: Change) -> tuple[int, int]:
     return len(before), lines
 
 
-@pytest.fixture(scope="module")
-def changed_project(tmp_path_factory):
-    project = bake.render(OPTIONS, tmp_path_factory.mktemp("changes"), **bake.NAMES)
+@pytest.fixture(scope="module", params=list(KINDS))
+def changed_project(request, tmp_path_factory):
+    options, starter, changes = KINDS[request.param]
+    project = bake.render(options, tmp_path_factory.mktemp(f"changes-{request.param}"), **bake.NAMES)
     counts = {}
-    for change in CHANGES:
+    for change in changes:
         result = subprocess.run([sys.executable, "new_op.py", change.op], cwd=project, capture_output=True, text=True)
         assert result.returncode == 0, result.stdout + result.stderr
         counts[change.row] = edit(project, change)
     log = project / "build.log"
     build = bake.build(project, bake.build_env(arch_list="9.0", jobs=2), log)
     assert build.returncode == 0, log.read_text()[-5000:]
-    return project, counts
+    return project, counts, starter, changes
 
 
 def test_new_op_refuses_bad_names(tmp_path):
@@ -139,16 +260,35 @@ def test_new_op_refuses_bad_names(tmp_path):
     assert not (project / PACKAGE / "ops" / "fine.py").exists(), "a refused call wrote a file"
 
 
+def test_new_op_copies_an_op_of_the_kind_asked_for(tmp_path):
+    """--kind picks the package's first op of that kind; a kind the project has no op of is refused,
+    naming the kernel= answer that brings its engine."""
+    elementwise = bake.render(OPTIONS, tmp_path / "elementwise", **bake.NAMES)
+    result = subprocess.run([sys.executable, "new_op.py", "row_op", "--kind", "rowwise"], cwd=elementwise,
+                            capture_output=True, text=True)
+    assert result.returncode == 1 and "kernel=rowwise" in result.stderr, result.stderr
+    rowwise = bake.render(ROWWISE_OPTIONS, tmp_path / "rowwise", **bake.NAMES)
+    result = subprocess.run([sys.executable, "new_op.py", "row_op", "--kind", "rowwise"], cwd=rowwise,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    declaration = (rowwise / PACKAGE / "ops" / "row_op.py").read_text()
+    assert 'kind="rowwise"' in declaration and 'name="row_op"' in declaration
+    assert (rowwise / "csrc" / "ops" / "row_op.cu").exists() and (rowwise / "csrc" / "ops" / "row_op_cpu.cpp").exists()
+    result = subprocess.run([sys.executable, "new_op.py", "other", "--kind", "elementwise", "--from", "row_op"],
+                            cwd=rowwise, capture_output=True, text=True)
+    assert result.returncode == 1 and "is a rowwise op" in result.stderr, result.stderr
+
+
 @pytest.mark.template_change
 def test_every_change_of_the_table_passes_the_projects_suite(changed_project, tmp_path):
-    project, counts = changed_project
-    print("\nchange: files, lines edited after new_op.py")
+    project, counts, starter, changes = changed_project
+    print(f"\n{project.parent.name}: change: files, lines edited after new_op.py")
     for row, (files, lines) in counts.items():
         print(f"  {row}: {files} files, {lines} lines")
     init = (project / PACKAGE / "__init__.py").read_text()
-    assert all(f"_{c.op}_declaration.INTERFACE" in init for c in CHANGES)
+    assert all(f"_{c.op}_declaration.INTERFACE" in init for c in changes)
     readme = (project / "README.md").read_text()
-    assert all(f"| {c.row} |" in readme for c in CHANGES), "a change the test makes is missing from the README's table"
+    assert all(f"| {c.row} |" in readme for c in changes), "a change the test makes is missing from the README's table"
     tests = bake.run_tests(project, tmp_path / "test.log")
     log = (tmp_path / "test.log").read_text()
     assert tests.failed == 0, log[-8000:]
@@ -157,5 +297,5 @@ def test_every_change_of_the_table_passes_the_projects_suite(changed_project, tm
         assert tests.unexpected_skips() == 0, log[-5000:]
     # Every op of the package ran through the generic tests (their ids name the op).
     report = (tmp_path / "test.xml").read_text()
-    for op in [c.op for c in CHANGES] + [STARTER]:
+    for op in [c.op for c in changes] + [starter]:
         assert f"-{op}]" in report or f"[{op}-" in report or f"[{op}]" in report, f"no generic test of {op} ran"

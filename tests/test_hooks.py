@@ -70,7 +70,6 @@ BAD_ANSWERS = [
      "the rowwise kind supports torch_abi=versioned for now; type versioned"),
     ({"registration": "pybind11", "torch_abi": "stable"}, "torch_abi", "pybind11 is always versioned"),
     ({"op_name": "ops"}, "op_name", "is also the name of a module in the generated package"),
-    ({"op_name": "reference"}, "op_name", "module in the generated package"),
     ({"op_name": "print"}, "op_name", "would shadow torch or a Python builtin"),
     ({"op_name": "value_error"}, "op_name", "names the op's module class ValueError"),
     ({"package_name": "os"}, "package_name", "would shadow the module of that name"),

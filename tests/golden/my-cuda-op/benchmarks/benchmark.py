@@ -241,13 +241,14 @@ def scalars(op) -> dict:
 
 
 def make_inputs(op, shape, dtype) -> list[torch.Tensor]:
-    """Inputs of the declared domains; those with a gradient require one."""
+    """Inputs of the declared domains and shapes (per_row: one value per row); those with a gradient require one."""
     inputs = []
     for t in op.inputs:
+        size = op.input_shape(t, torch.Size(shape))
         if t.domain is None:
-            x = torch.randn(shape, device="cuda", dtype=dtype)
+            x = torch.randn(size, device="cuda", dtype=dtype)
         else:
-            x = (torch.rand(shape, device="cuda") * (t.domain[1] - t.domain[0]) + t.domain[0]).to(dtype)
+            x = (torch.rand(size, device="cuda") * (t.domain[1] - t.domain[0]) + t.domain[0]).to(dtype)
         inputs.append(x.requires_grad_(t.grad))
     return inputs
 

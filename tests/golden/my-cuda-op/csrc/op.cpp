@@ -12,14 +12,6 @@
 #include <string>
 
 namespace cuop_my_cuda_op {
-namespace {
-
-// The dtypes this project was generated with; the kernels are dispatched for exactly these.
-constexpr ScalarType kDtypes[] = {OP_DTYPES};
-constexpr const char* kDtypeNames = "float32, float16, bfloat16, float64";
-// Where the ops are declared, for messages.
-constexpr const char* kDeclarations = "my_cuda_op/ops/";
-
 // The op's name in messages: the schema's without namespace and direction (scaled_gelu).
 std::string op_name(const Schema& schema) {
   std::string name = schema.name().substr(schema.name().find("::") + 2);
@@ -30,6 +22,14 @@ std::string op_name(const Schema& schema) {
   }
   return name;
 }
+
+namespace {
+
+// The dtypes this project was generated with; the kernels are dispatched for exactly these.
+constexpr ScalarType kDtypes[] = {OP_DTYPES};
+constexpr const char* kDtypeNames = "float32, float16, bfloat16, float64";
+// Where the ops are declared, for messages.
+constexpr const char* kDeclarations = "my_cuda_op/ops/";
 
 // The names of the schema's tensor arguments, in order.
 std::vector<std::string> tensor_names(const Schema& schema) {

@@ -50,7 +50,9 @@ def random_input(tensor, shape, dtype, device, *, generator=None) -> torch.Tenso
 
 
 def random_inputs(op, shape, dtype, device, *, generator=None) -> list[torch.Tensor]:
-    return [random_input(t, shape, dtype, device, generator=generator) for t in op.inputs]
+    """An input of each declared one: shaped like x, or (per_row) one value per row of x."""
+    size = torch.Size(shape)
+    return [random_input(t, op.input_shape(t, size), dtype, device, generator=generator) for t in op.inputs]
 
 
 def output_shapes(op, shape) -> list[torch.Size]:
@@ -104,8 +106,9 @@ def check_backward(op, inputs, params, *, equal_nan=False) -> None:
     grads = grads_of(op, outputs, leaves, grad_outputs)
     leaves64 = [x.detach().double().requires_grad_(t.grad) for x, t in zip(inputs, op.inputs, strict=True)]
     expected = grads_of(op, as_tuple(op.reference(*leaves64, **params)), leaves64, [g.double() for g in grad_outputs])
+    shapes = {t.name: x.shape for t, x in zip(op.inputs, inputs, strict=True)}
     for grad, exp, t in zip(grads, expected, op.grad_inputs, strict=True):
-        assert (grad.shape, grad.dtype) == (inputs[0].shape, dtype), t.name
+        assert (grad.shape, grad.dtype) == (shapes[t.name], dtype), t.name
         torch.testing.assert_close(
             grad, exp.to(dtype), equal_nan=equal_nan, **tolerance(op, dtype, "backward", exp), msg=f"grad of {t.name}"
         )

@@ -44,7 +44,10 @@ class TinyModel(torch.nn.Module):
         for layer, t in zip(self.inp, self.op.inputs, strict=True):
             h = layer(x)
             inputs.append(h if t.domain is None else torch.sigmoid(h) * (t.domain[1] - t.domain[0]) + t.domain[0])
-        outputs = [y.unsqueeze(-1) if y.dim() < x.dim() else y for y in as_tuple(self.act(*inputs))]
+        # A per-row output (rowwise ops) is spread over the row's features.
+        outputs = [
+            y.unsqueeze(-1).expand(*y.shape, HIDDEN) if y.dim() < x.dim() else y for y in as_tuple(self.act(*inputs))
+        ]
         return self.out(torch.tanh(sum(outputs)))  # bounded, whatever the range of the op's outputs
 
 

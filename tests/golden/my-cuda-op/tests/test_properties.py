@@ -119,7 +119,12 @@ def expected_refusal(op, device, dtype, shape) -> str | None:
 @given(calls())
 def test_matches_float64_reference_or_refuses(call):
     op, device, dtype, shape, layout, offset, params, seed = call
-    inputs = [make_input(t, shape, dtype, device, layout, offset, seed + i) for i, t in enumerate(op.inputs)]
+    inputs = [
+        make_input(t, shape, dtype, device, layout, offset, seed + i)
+        if not t.per_row  # one value per row (rowwise ops): contiguous, of x's shape without its last dimension
+        else make_input(t, op.input_shape(t, torch.Size(shape)), dtype, device, "contiguous", 0, seed + i)
+        for i, t in enumerate(op.inputs)
+    ]
     refusal = expected_refusal(op, device, dtype, shape)
     if refusal:
         with pytest.raises(RuntimeError, match=refusal):

@@ -156,8 +156,14 @@ void with_flags(bool a, bool b, bool c, Fn fn) {
 // The engine's GPU side, as op.h's register_cuda calls it.
 struct Cuda {
   // Inputs of one shape; outputs like the first input.
-  static void check(const Call& call) { check_same_shapes(call); }
-  static std::vector<Tensor> outputs(const Call& call, int count) { return outputs_like_first(call, count); }
+  template <typename Op>
+  static void check(const Call& call) {
+    check_same_shapes(call);
+  }
+  template <typename Op>
+  static std::vector<Tensor> outputs(const Call& call) {
+    return outputs_like_first(call, kOutputCount<Op>);
+  }
 
   template <typename scalar_t, typename Op>
   static void run(const Op& op, const Call& call, const std::vector<Tensor>& out) {

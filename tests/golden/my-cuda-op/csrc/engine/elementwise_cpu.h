@@ -13,8 +13,14 @@ constexpr int64_t kGrainSize = 32768;
 
 // The engine's CPU side, as op.h's register_kernels calls it.
 struct Cpu {
-  static void check(const Call& call) { check_same_shapes(call); }
-  static std::vector<Tensor> outputs(const Call& call, int count) { return outputs_like_first(call, count); }
+  template <typename Op>
+  static void check(const Call& call) {
+    check_same_shapes(call);
+  }
+  template <typename Op>
+  static std::vector<Tensor> outputs(const Call& call) {
+    return outputs_like_first(call, kOutputCount<Op>);
+  }
 
   template <typename scalar_t, typename Op>
   static void run(const Op& op, const Call& call, const std::vector<Tensor>& out) {

@@ -26,7 +26,9 @@ class Tensor:
         grad: (inputs) whether the op is differentiable with respect to it.
         domain: (inputs) the values the tests and the benchmark draw, ``(low, high)``, uniformly;
             ``None``: normal samples of standard deviation 3, positive and negative.
-        per_row: (outputs of rowwise ops) one value per row, shape ``x.shape[:-1]``.
+        per_row: (rowwise ops) one value per row, shape ``x.shape[:-1]``: an output such as a row's
+            log-sum-exp, or an input such as a per-row scale. They come after the tensors shaped
+            like x, in the declaration and in the functors (csrc/engine/rowwise.cuh).
     """
 
     name: str
@@ -146,8 +148,16 @@ class Op:
             raise ValueError(f"{where}: an op takes 1 to 3 inputs and gives 1 or 2 outputs")
         if not any(t.grad for t in self.inputs):
             raise ValueError(f"{where}: no input has grad=True; at least one must be differentiable")
-        if any(t.per_row for t in self.outputs) and self.kind != "rowwise":
-            raise ValueError(f"{where}: per_row outputs need kind='rowwise'")
+        if any(t.per_row for t in self.inputs + self.outputs) and self.kind != "rowwise":
+            raise ValueError(f"{where}: per_row tensors need kind='rowwise'")
+        for group in (self.inputs, self.outputs):
+            flags = [t.per_row for t in group]
+            if flags != sorted(flags):
+                raise ValueError(
+                    f"{where}: per_row tensors come after those shaped like x; reorder {[t.name for t in group]}"
+                )
+        if self.inputs[0].per_row:
+            raise ValueError(f"{where}: the first input is shaped like x, not per_row")
         for name in self.saves:
             if name not in [t.name for t in self.inputs + self.outputs]:
                 raise ValueError(f"{where}: saves {name!r}, which is neither an input nor an output")
@@ -190,18 +200,19 @@ class Op:
         return custom if custom is not None else _tolerance(dtype, direction)
 
     def output_shape(self, output: Tensor, x_shape: torch.Size) -> torch.Size:
+        """The shape of a tensor of the op (an output, or an input) for a first input of x_shape."""
         return x_shape[:-1] if output.per_row else x_shape
+
+    input_shape = output_shape
 
     def bytes_moved(self, numel: int, rows: int, element_size: int, direction: str) -> int:
         """The fewest bytes a call must move: every tensor read and written once."""
-        per_row = sum(t.per_row for t in self.outputs)
         if direction == "forward":
-            full = len(self.inputs) + len(self.outputs) - per_row
-            return (full * numel + per_row * rows) * element_size
-        grads = self.outputs  # one gradient per output, shaped like it
-        full = sum(not t.per_row for t in grads) + sum(not t.per_row for t in self.saved()) + len(self.grad_inputs)
-        rowwise = sum(t.per_row for t in grads) + sum(t.per_row for t in self.saved())
-        return (full * numel + rowwise * rows) * element_size
+            moved = self.inputs + self.outputs
+        else:  # a gradient per output, shaped like it; the saved tensors; a gradient per differentiable input
+            moved = self.outputs + self.saved() + self.grad_inputs
+        per_row = sum(t.per_row for t in moved)
+        return ((len(moved) - per_row) * numel + per_row * rows) * element_size
 
     def signature_text(self) -> str:
         """The public function's parameters, as Python source."""

@@ -1,12 +1,14 @@
 """Add an op to the package: a copy of an existing op under a new name, ready to change.
 
-    python new_op.py my_op                      # a copy of {{cookiecutter.op_name}}
+    python new_op.py my_op                      # a copy of {{cookiecutter.op_name}} ({{cookiecutter.kernel}})
     python new_op.py my_op --from other_op      # a copy of another op of the package
+    python new_op.py my_op --kind {{cookiecutter.kernel}}      # a copy of the package's first op of that kind
 
 It writes the new op's declaration ({{cookiecutter.package_name}}/ops/<name>.py) and C++ (csrc/ops/<name>.h, .cu
-and _cpu.cpp where the source op has one), and registers it in {{cookiecutter.package_name}}/__init__.py. Then
-change its declaration and functors (README.md, "Your op"), rebuild, and run the tests: the generic
-tests cover the new op from its declaration.
+and _cpu.cpp where the source op has one), and registers it in {{cookiecutter.package_name}}/__init__.py. The copy
+is of the source's kind (elementwise or rowwise: the engine that runs its functors, csrc/engine/).
+Then change its declaration and functors (README.md, "Your op"), rebuild, and run the tests: the
+generic tests cover the new op from its declaration.
 """
 
 from __future__ import annotations
@@ -24,6 +26,36 @@ RESERVED = {"ops", "new_op", "register"}
 
 def class_name(op: str) -> str:
     return "".join(part.title() for part in op.split("_"))
+
+
+def kind_of(op: str) -> str | None:
+    """The kind an op of the package declares (kind="..." in its ops/<op>.py), or None."""
+    match = re.search(r'^\s*kind="(\w+)"', (ROOT / PACKAGE / "ops" / f"{op}.py").read_text(), re.M)
+    return match[1] if match else None
+
+
+def first_of_kind(kind: str) -> str | None:
+    """The package's first op (by name) of this kind, or None."""
+    ops = sorted(p.stem for p in (ROOT / PACKAGE / "ops").glob("*.py") if p.stem != "__init__")
+    return next((op for op in ops if kind_of(op) == kind), None)
+
+
+def source_for(source: str | None, kind: str | None) -> tuple[str | None, str | None]:
+    """(the op to copy, None) or (None, what is wrong)."""
+    if source is None and kind is None:
+        return "{{cookiecutter.op_name}}", None
+    if source is None:
+        found = first_of_kind(kind)
+        if found is None:
+            engines = sorted(p.stem for p in (ROOT / "csrc" / "engine").glob("*.cuh"))
+            return None, (
+                f"the package has no {kind} op to copy; its engines are {', '.join(engines)} (csrc/engine/): "
+                f"generate a project with kernel={kind} for {kind} ops"
+            )
+        return found, None
+    if kind is not None and (ROOT / PACKAGE / "ops" / f"{source}.py").exists() and kind_of(source) != kind:
+        return None, f"{source} is a {kind_of(source)} op, not {kind}; leave out --kind or --from"
+    return source, None
 
 
 def problem(name: str, source: str) -> str | None:
@@ -64,9 +96,11 @@ def register(init: str, name: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", help="the new op's name (lower_snake_case)")
-    parser.add_argument("--from", dest="source", default="{{cookiecutter.op_name}}", help="the op to copy")
+    parser.add_argument("--from", dest="source", help="the op to copy (default: {{cookiecutter.op_name}})")
+    parser.add_argument("--kind", choices=("elementwise", "rowwise"), help="copy the package's first op of this kind")
     args = parser.parse_args()
-    error = problem(args.name, args.source)
+    args.source, error = source_for(args.source, args.kind)
+    error = error or problem(args.name, args.source)
     if error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1

@@ -53,7 +53,7 @@ def _fakes(op: Op):
         tensors = [t for t in args if isinstance(t, torch.Tensor)]
         described = list(op.outputs) + list(op.saved())
         full = next(t for t, d in zip(tensors, described, strict=True) if not d.per_row)
-        grads = [full.new_empty(full.shape) for _ in op.grad_inputs]
+        grads = [full.new_empty(op.input_shape(t, full.shape)) for t in op.grad_inputs]
         return grads[0] if len(grads) == 1 else tuple(grads)
 
     return forward, backward

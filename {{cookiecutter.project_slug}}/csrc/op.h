@@ -7,7 +7,9 @@
 // An op's math is a pair of functor templates on acc_t (float for float16/bfloat16/float32, double
 // for float64): the forward's and the backward's. A functor's fields are the op's scalar
 // parameters, in the declaration's order; it is built as Functor<acc_t>{scale, ...}. Its engine
-// (engine/) calls it per element and says what it takes.
+// (engine/) calls it and says what it takes: an element functor (engine/elementwise.cuh) per
+// element, its counts read off its operator(); a row functor (engine/rowwise.cuh) per row, its
+// counts declared (kInputs, kRowInputs, kOutputs, kRowOutputs).
 #pragma once
 
 #include <string>
@@ -55,6 +57,8 @@ struct Call {
 // for, on a device it has kernels for, all on one device with one dtype; and the functor's inputs,
 // outputs and parameters against the schema. The engines add their shape rules.
 void check_call(const Call& call, int inputs, int outputs, int params);
+// The op's name in messages: the schema's without namespace and direction.
+std::string op_name(const Schema& schema);
 void check_same_shapes(const Call& call);
 std::vector<Tensor> outputs_like_first(const Call& call, int count);
 // Whether a forward's inputs are read again by its backward (a backward argument of the same name).
@@ -103,6 +107,36 @@ struct ValueCount : std::integral_constant<int, 1> {};
 template <typename T, int kCount>
 struct ValueCount<Values<T, kCount>> : std::integral_constant<int, kCount> {};
 
+// A row functor declares its tensors (kInputs ...); an element functor's follow from its operator().
+template <typename Op, typename = void>
+struct IsRowFunctor : std::false_type {};
+template <typename Op>
+struct IsRowFunctor<Op, std::void_t<decltype(Op::kRowOutputs)>> : std::true_type {};
+
+// A row functor's per-row inputs, 0 where it declares none.
+template <typename Op, typename = void>
+struct RowInputs : std::integral_constant<int, 0> {};
+template <typename Op>
+struct RowInputs<Op, std::void_t<decltype(Op::kRowInputs)>> : std::integral_constant<int, Op::kRowInputs> {};
+
+template <typename Op>
+constexpr int input_count() {
+  if constexpr (IsRowFunctor<Op>::value) {
+    return Op::kInputs + RowInputs<Op>::value;
+  } else {
+    return arity<Op>();
+  }
+}
+
+template <typename Op>
+constexpr int output_count() {
+  if constexpr (IsRowFunctor<Op>::value) {
+    return Op::kOutputs + Op::kRowOutputs;
+  } else {
+    return ValueCount<typename ResultOf<Op, std::make_index_sequence<arity<Op>()>>::type>::value;
+  }
+}
+
 // A parameter on its way into a functor's field, of whatever type the field has.
 struct Param {
   const Scalar* scalar;
@@ -143,13 +177,13 @@ C10_HOST_DEVICE Values<acc_t, kCount> apply(const Op& op, const acc_t* args, std
 
 }  // namespace detail
 
-// What a functor takes and gives: its input values (one per input tensor), output values (one per
-// output tensor: it returns acc_t for one, Values<acc_t, M> for M) and parameters (its fields).
+// What a functor takes and gives: its input tensors (an element functor takes one value of each),
+// output tensors (an element functor returns acc_t for one, Values<acc_t, M> for M) and parameters
+// (its fields).
 template <typename Op>
-constexpr int kInputCount = detail::arity<Op>();
+constexpr int kInputCount = detail::input_count<Op>();
 template <typename Op>
-constexpr int kOutputCount =
-    detail::ValueCount<typename detail::ResultOf<Op, std::make_index_sequence<detail::arity<Op>()>>::type>::value;
+constexpr int kOutputCount = detail::output_count<Op>();
 template <typename Op>
 constexpr int kParamCount = detail::field_count<Op>();
 
@@ -166,12 +200,12 @@ template <typename Engine, template <typename> class Fn>
 std::vector<Tensor> run(Call& call) {
   using Probe = Fn<float>;
   check_call(call, kInputCount<Probe>, kOutputCount<Probe>, kParamCount<Probe>);
-  Engine::check(call);
+  Engine::template check<Probe>(call);
   for (Tensor& t : call.tensors) {
     t = make_contiguous(t);
   }
   const DeviceGuard device_guard(call.tensors[0]);
-  std::vector<Tensor> out = Engine::outputs(call, kOutputCount<Probe>);
+  std::vector<Tensor> out = Engine::template outputs<Probe>(call);
   OP_DISPATCH_V2(call.tensors[0].scalar_type(), "{{cookiecutter.package_name}}", AT_WRAP([&] {
                    using acc_t = opmath_t<scalar_t>;
                    using Op = Fn<acc_t>;

@@ -185,11 +185,16 @@ def test_cuda_graph_capture_and_replay(op):
 @pytest.mark.parametrize("shape", [(0,), (0, 5), (3, 0), (2, 0, 4)], ids=shape_id)
 @pytest.mark.parametrize("device", DEVICES)
 def test_empty_input(op, device, shape):
-    inputs = [torch.empty(shape, device=device).requires_grad_(t.grad) for t in op.inputs]
+    inputs = [
+        torch.empty(op.input_shape(t, torch.Size(shape)), device=device).requires_grad_(t.grad) for t in op.inputs
+    ]
     outputs = as_tuple(function(op)(*inputs, **scalars(op)))
     assert [o.shape for o in outputs] == output_shapes(op, shape)
+    # A per-row output of rows of no element (rowwise ops) is its reduction of nothing, as in torch.
+    for out, exp in zip(outputs, reference(op, inputs, scalars(op)), strict=True):
+        torch.testing.assert_close(out, exp.float(), equal_nan=True)
     grads = grads_of(op, outputs, inputs, [torch.empty_like(o) for o in outputs])
-    assert all(g.shape == torch.Size(shape) for g in grads)
+    assert [g.shape for g in grads] == [x.shape for x, t in zip(inputs, op.inputs, strict=True) if t.grad]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -207,7 +212,12 @@ def test_non_contiguous_and_misaligned_input(op, device):
 
     all_views = [views() for _ in op.inputs]  # each input its own tensor
     for name in all_views[0]:
+        # A per-row input (rowwise ops) takes one value per row of the first input's view.
         inputs = [v[name] for v in all_views]
+        inputs = [
+            x if not t.per_row else (torch.randn(inputs[0].shape[:-1], device=device) * 3)
+            for x, t in zip(inputs, op.inputs, strict=True)
+        ]
         if any(t.domain is not None for t in op.inputs):
             inputs = [
                 x.sigmoid() * (t.domain[1] - t.domain[0]) + t.domain[0] if t.domain else x
@@ -250,14 +260,15 @@ def test_mismatched_inputs_are_refused(op):
     shape = (4, 8)
     outputs = as_tuple(function(op)(*random_inputs(op, shape, torch.float32, "cuda"), **scalars(op)))
     tensors = [torch.randn_like(o) for o in outputs] + [
-        torch.randn(shape, device="cuda") for _ in op.saves
+        torch.randn(op.input_shape(t, torch.Size(shape)), device="cuda") for t in op.saved()
     ]  # the backward's: output gradients, then the saved tensors
     backward = raw_backward(op)
     values = list(scalars(op).values())
     if len(tensors) < 2:
         pytest.skip("the backward takes one tensor")
     last = len(tensors) - 1
-    bad_shape = [t if i != last else torch.randn(4, 9, device="cuda") for i, t in enumerate(tensors)]
+    # Another row count: wrong for a tensor shaped like x or one of one value per row.
+    bad_shape = [t if i != last else torch.randn(5, *t.shape[1:], device="cuda") for i, t in enumerate(tensors)]
     with pytest.raises(RuntimeError, match="same shape|has shape"):
         backward(*bad_shape, *values)
     # Without CPU kernels a CPU tensor is refused before the two devices are compared.

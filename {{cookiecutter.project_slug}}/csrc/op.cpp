@@ -27,14 +27,6 @@
 #include <string>
 
 namespace {{cookiecutter.__ns}} {
-namespace {
-
-// The dtypes this project was generated with; the kernels are dispatched for exactly these.
-constexpr ScalarType kDtypes[] = {OP_DTYPES};
-constexpr const char* kDtypeNames = "{{cookiecutter.__dtypes}}";
-// Where the ops are declared, for messages.
-constexpr const char* kDeclarations = "{{cookiecutter.package_name}}/ops/";
-
 // The op's name in messages: the schema's without namespace and direction (scaled_gelu).
 std::string op_name(const Schema& schema) {
   std::string name = schema.name().substr(schema.name().find("::") + 2);
@@ -45,6 +37,14 @@ std::string op_name(const Schema& schema) {
   }
   return name;
 }
+
+namespace {
+
+// The dtypes this project was generated with; the kernels are dispatched for exactly these.
+constexpr ScalarType kDtypes[] = {OP_DTYPES};
+constexpr const char* kDtypeNames = "{{cookiecutter.__dtypes}}";
+// Where the ops are declared, for messages.
+constexpr const char* kDeclarations = "{{cookiecutter.package_name}}/ops/";
 
 // The names of the schema's tensor arguments, in order.
 std::vector<std::string> tensor_names(const Schema& schema) {
