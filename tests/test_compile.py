@@ -20,6 +20,7 @@ from pathlib import Path
 
 import bake
 import pytest
+from test_stable_abi import setup_constants
 
 torch_extension = pytest.importorskip("torch.utils.cpp_extension")
 
@@ -33,11 +34,21 @@ def include_flags() -> list[str]:
 
 
 def defines(source: Path, options: dict) -> list[str]:
-    """The defines setup.py passes; the stable-ABI one only matters where Python.h is included."""
+    """The defines setup.py passes; the limited Python API only matters where Python.h is included.
+    A stable-ABI project's every unit gets the floor's TORCH_TARGET_VERSION and USE_CUDA (which
+    declares the C shim's CUDA functions), computed by the project's own setup.py."""
     flags = ["-DTORCH_EXTENSION_NAME=_C", "-DTORCH_API_INCLUDE_EXTENSION_H"]
     if options["registration"] == "torch_library" and source.name == "_registration.cpp":
         flags.append("-DPy_LIMITED_API=0x030A0000")
+    if options.get("torch_abi") == "stable":
+        flags += [f"-DTORCH_TARGET_VERSION={stable_target(csrc_of(source).parent):#x}", "-DUSE_CUDA"]
     return flags
+
+
+def stable_target(project: Path) -> int:
+    """TORCH_TARGET_VERSION as the project's setup.py computes it from its OLDEST_TORCH."""
+    constants = setup_constants(project)
+    return constants["torch_target_version"](constants["OLDEST_TORCH"])
 
 
 def command(source: Path, options: dict, obj: Path) -> list[str]:
