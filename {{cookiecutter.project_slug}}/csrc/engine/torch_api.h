@@ -129,8 +129,12 @@ template <typename... Args>
   } while (0)
 #define OP_DISPATCH_V2 THO_DISPATCH_V2
 
+using IntArrayRef = torch::headeronly::IntHeaderOnlyArrayRef;
+
 inline Tensor make_contiguous(const Tensor& t) { return torch::stable::contiguous(t); }
 inline Tensor new_contiguous_like(const Tensor& t) { return torch::stable::empty_like(t); }
+// A new contiguous tensor of these sizes, with t's dtype and device.
+inline Tensor new_contiguous(const Tensor& t, IntArrayRef sizes) { return torch::stable::new_empty(t, sizes); }
 
 // Makes the tensor's GPU current for a scope (nothing for a CPU tensor).
 class DeviceGuard {
@@ -193,8 +197,12 @@ inline bool is_tensor(const c10::Argument& argument) { return argument.type()->k
 #define OP_CHECK TORCH_CHECK
 #define OP_DISPATCH_V2 AT_DISPATCH_V2
 
+using IntArrayRef = c10::IntArrayRef;
+
 inline Tensor make_contiguous(const Tensor& t) { return t.contiguous(); }
 inline Tensor new_contiguous_like(const Tensor& t) { return at::empty_like(t, at::MemoryFormat::Contiguous); }
+// A new contiguous tensor of these sizes, with t's dtype and device.
+inline Tensor new_contiguous(const Tensor& t, IntArrayRef sizes) { return t.new_empty(sizes); }
 
 // Makes the tensor's device current for a scope.
 class DeviceGuard {
