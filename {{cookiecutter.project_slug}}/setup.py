@@ -34,8 +34,8 @@ STABLE_ABI = {{cookiecutter.__stable}}
 DEBUG = os.environ.get("DEBUG", "0") == "1"
 ONLY_FLOAT32 = os.environ.get("OP_DTYPE", "") == "float32"
 USE_CUDA = os.environ.get("USE_CUDA", "1") != "0"
-# Whether the kernels on the CPU build without the CUDA ones (the elementwise kind with cpu_impl).
-CPU_KERNELS_ALONE = {{ cookiecutter.__cpu == 'True' and cookiecutter.kernel == 'elementwise' }}
+# Whether the project has CPU kernels, which build without the CUDA ones (cpu_impl).
+CPU_KERNELS_ALONE = {{ cookiecutter.__cpu }}
 # torch 2.11 is the first release whose PyPI wheels are built with CUDA 13 (older ones need a CUDA 12
 # toolkit, which is not tested). Tested: torch 2.11 and the newest torch on PyPI.
 OLDEST_TORCH = (2, 11)
@@ -55,7 +55,7 @@ def check_toolchain() -> None:
         if not CPU_KERNELS_ALONE:
             raise RuntimeError(
                 "USE_CUDA=0 builds the CPU kernels alone, but this project has none that build without the CUDA "
-                "ones ({{ 'it was generated with cpu_impl=no' if cookiecutter.__cpu != 'True' else 'the rowwise kind builds its CPU kernels beside its CUDA ones for now' }}); "
+                "ones (it was generated with cpu_impl=no); "
                 "unset USE_CUDA and build with nvcc"
             )
         return
