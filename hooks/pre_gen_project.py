@@ -115,8 +115,6 @@ def check_stable(answers: dict) -> str | None:
     if answers.get("registration") == "pybind11":
         return ("stable needs registration=torch_library: a pybind11 module links libtorch's C++ API, so pybind11 "
                 "is always versioned; type versioned, or choose registration=torch_library")
-    if answers.get("kernel") == "rowwise":
-        return "the rowwise kind supports torch_abi=versioned for now; type versioned, or choose kernel=elementwise"
     return None
 
 

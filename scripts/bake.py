@@ -38,17 +38,17 @@ MATRIX = {
     "float64": [True, False],
     "cpu_impl": [True, False],
 }
-# The registration and kernel kind that torch_abi=stable builds with.
-STABLE_WITH = ("torch_library", "elementwise")
+# The registration that torch_abi=stable builds with (either kernel kind).
+STABLE_WITH = "torch_library"
 # Fixed names for every combination, so identical sources are byte-identical across combinations.
 NAMES = {"project_name": "Matrix Op", "project_slug": "matrix-op", "package_name": "matrix_op"}
 
 
 def combinations() -> list[dict]:
     """Every combination the pre-gen hook accepts: torch_abi=stable only with registration=torch_library
-    and the elementwise kind (pybind11 is always versioned; the rowwise kind is versioned for now)."""
+    (pybind11 is always versioned)."""
     every = [dict(zip(MATRIX, values)) for values in itertools.product(*MATRIX.values())]
-    return [c for c in every if c["torch_abi"] == "versioned" or (c["registration"], c["kernel"]) == STABLE_WITH]
+    return [c for c in every if c["torch_abi"] == "versioned" or c["registration"] == STABLE_WITH]
 
 
 def combo_id(options: dict) -> str:

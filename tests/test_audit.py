@@ -1,9 +1,10 @@
 """The generated project's audits of its built extension: `python doctor.py archs` (the machine code
 and PTX inside it, read with cuobjdump) and `python doctor.py abi` (the libtorch C++ symbols it needs).
 
-They run on the default combination as test_build.py builds it (sm_90, one build a session), on a
-small library nvcc builds here for setup.py's default architecture list (with the flags torch gives
-that list), and on libraries gcc builds with chosen undefined symbols.
+They run on the default combination as test_build.py builds it (sm_90, one build a session; the ABI
+audit also on the rowwise kind's stable build and a versioned one), on a small library nvcc builds
+here for setup.py's default architecture list (with the flags torch gives that list), and on
+libraries gcc builds with chosen undefined symbols.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_build import BUILT, VERSIONED
+from test_build import BUILT, ROWWISE_STABLE, VERSIONED
 
 
 def doctor(project: Path, *args: str, drop: tuple[str, ...] = ("TORCH_CUDA_ARCH_LIST",), **env: str):
@@ -162,10 +163,18 @@ def versioned(built_project) -> Path:
     return project
 
 
-def test_abi_of_the_stable_default_build(built):
-    """The default build (the stable ABI): no libtorch C++ symbol, and every C shim symbol it calls
-    defined by this torch (the floor, in the main suite)."""
-    result = doctor(built, "abi")
+@pytest.fixture(scope="module")
+def rowwise_stable(built_project) -> Path:
+    project, build, log = built_project(ROWWISE_STABLE)
+    assert build.returncode == 0, log.read_text()[-5000:]
+    return project
+
+
+@pytest.mark.parametrize("build", ["built", "rowwise_stable"])
+def test_abi_of_the_stable_builds(request, build):
+    """The default build and the rowwise kind's (both on the stable ABI): no libtorch C++ symbol, and
+    every C shim symbol it calls defined by this torch (the floor, in the main suite)."""
+    result = doctor(request.getfixturevalue(build), "abi")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok    no undefined libtorch C++ symbols" in result.stdout
     shim = next(line for line in result.stdout.splitlines() if "undefined symbols of torch's C shim" in line)

@@ -20,12 +20,15 @@ BUILT = [
     # The same glue on libtorch's C++ API, with its C++ autograd.
     {"kernel": "elementwise", "registration": "torch_library", "torch_abi": "versioned", "float16": False,
      "bfloat16": True, "float64": True, "cpu_impl": True},
+    # The rowwise kind's default: torch_library on the stable ABI, every dtype, CPU kernels.
+    {"kernel": "rowwise", "registration": "torch_library", "torch_abi": "stable", "float16": True,
+     "bfloat16": True, "float64": True, "cpu_impl": True},
     # No CPU kernels: on a CPU machine only the refusal of CPU tensors can run (the GPU matrix runs its suite).
-    pytest.param({"kernel": "rowwise", "registration": "torch_library", "torch_abi": "versioned", "float16": True,
+    pytest.param({"kernel": "rowwise", "registration": "torch_library", "torch_abi": "stable", "float16": True,
                   "bfloat16": False, "float64": False, "cpu_impl": False}, marks=pytest.mark.template_change),
 ]
-# The default build (stable ABI) and its versioned twin, for the audits.
-STABLE, VERSIONED = BUILT[0], BUILT[2]
+# The default build (stable ABI) and its versioned twin, for the audits; the rowwise kind's stable build.
+STABLE, VERSIONED, ROWWISE_STABLE = BUILT[0], BUILT[2], BUILT[3]
 
 
 @pytest.mark.parametrize("options", BUILT, ids=bake.combo_id)

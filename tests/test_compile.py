@@ -5,7 +5,7 @@ is compiled once: nvcc for .cu (device code for sm_90, as CI builds), g++ -fsynt
 CI compiles the combinations with every optional dtype or none (both kernels, both registrations,
 with and without CPU kernels: a quarter of the nvcc work); the dtype sets between those change only
 the list the dispatch covers, and the GPU matrix (`scripts/bake.py matrix`), run once per template
-change, builds all 80. COMPILE_EVERY_COMBINATION=1 compiles all 80 here.
+change, builds all 96. COMPILE_EVERY_COMBINATION=1 compiles all 96 here.
 """
 
 from __future__ import annotations

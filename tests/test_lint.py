@@ -98,12 +98,12 @@ def test_names_are_short_default_and_long(projects):
     packages = {p.parent.parent.name: next(p.glob("*/py.typed")).parent.name for p in projects}
     assert len(ops["short"]) == 5 and len(ops["long"]) == 26
     assert (len(packages["short"]), len(packages["default"]), len(packages["long"])) == (2, 10, 31)
-    assert len(projects) == len({p.parent for p in projects}) == 3 * 80
+    assert len(projects) == len({p.parent for p in projects}) == 3 * 96
 
 
 def test_clang_format_clean(projects):
     sources = files(projects, CPP_SUFFIXES)
-    assert len(sources) > 3 * 80 * 5
+    assert len(sources) > 3 * 96 * 5
     result = subprocess.run([tool("clang-format"), "--dry-run", "-Werror", "--style=file", *map(str, sources)],
                             capture_output=True, text=True)
     assert result.returncode == 0, f"{offenders(result.stderr, projects)}\n{result.stderr[:6000]}"

@@ -1,5 +1,5 @@
-"""The torch_abi answer: the LibTorch stable ABI (the default for the elementwise kind with
-registration=torch_library) or libtorch's C++ API (versioned).
+"""The torch_abi answer: the LibTorch stable ABI (the default with registration=torch_library, for
+both kernel kinds) or libtorch's C++ API (versioned).
 
 Without building a project: which answers render which ABI, and setup.py's TORCH_TARGET_VERSION
 against torch's own macro for the floor. With builds (marked `built`, so CI's newest-torch part runs
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import bake
 import pytest
-from test_build import STABLE, VERSIONED
+from test_build import ROWWISE_STABLE, STABLE, VERSIONED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,8 +39,10 @@ def setup_constants(project: Path) -> dict:
 @pytest.mark.parametrize("answers, abi", [
     ({}, "stable"),
     ({"registration": "pybind11"}, "versioned"),
-    ({"kernel": "rowwise"}, "versioned"),
+    ({"kernel": "rowwise"}, "stable"),
+    ({"kernel": "rowwise", "registration": "pybind11"}, "versioned"),
     ({"torch_abi": "versioned"}, "versioned"),
+    ({"kernel": "rowwise", "torch_abi": "versioned"}, "versioned"),
 ])
 def test_default_abi(tmp_path, answers, abi):
     project = bake.render({}, tmp_path, **answers)
@@ -151,14 +153,15 @@ def install(wheel: Path, python: Path, target: Path) -> str:
     return digest
 
 
-def test_one_stable_wheel_serves_the_torch_range(built_project, ends, tmp_path):
-    """One wheel of the stable default project, built with the torch this suite runs with (the newest
-    in CI's newest-torch part: the release recipe), installed as the same file into the floor's and
-    the newest's environment; the project's own CPU suite passes in each. The versioned build's wheel
-    does not load into the other end."""
-    wheel = wheel_of(built_project, STABLE, tmp_path / "stable")
+@pytest.mark.parametrize("stable", [STABLE, ROWWISE_STABLE], ids=bake.combo_id)
+def test_one_stable_wheel_serves_the_torch_range(built_project, ends, tmp_path, stable):
+    """One wheel of a stable project (the default, and the rowwise kind's), built with the torch this
+    suite runs with (the newest in CI's newest-torch part: the release recipe), installed as the same
+    file into the floor's and the newest's environment; the project's own CPU suite passes in each.
+    The versioned build's wheel does not load into the other end."""
+    wheel = wheel_of(built_project, stable, tmp_path / "stable")
     assert wheel.name.endswith("-cp310-abi3-linux_x86_64.whl"), wheel.name
-    project, _, _ = built_project(STABLE)
+    project, _, _ = built_project(stable)
     table = {}
     for end, (python, version) in ends.items():
         site = tmp_path / f"site-{end}"
@@ -198,24 +201,21 @@ def without_nvcc(tmp_path: Path, **extra: str) -> dict:
     return {**env, "PATH": path, "CUDA_HOME": str(tmp_path / "no-cuda"), "MAX_JOBS": "2", **extra}
 
 
-@pytest.mark.parametrize("answers, why", [
-    ({"cpu_impl": "no"}, "it was generated with cpu_impl=no"),
-    ({"kernel": "rowwise"}, "the rowwise kind builds its CPU kernels beside its CUDA ones for now"),
-])
-def test_cpu_only_build_refused_without_cpu_kernels(tmp_path, answers, why):
+@pytest.mark.parametrize("answers", [{"cpu_impl": "no"}, {"kernel": "rowwise", "cpu_impl": "no"}])
+def test_cpu_only_build_refused_without_cpu_kernels(tmp_path, answers):
     project = bake.render({}, tmp_path, **answers)
     result = subprocess.run([sys.executable, "setup.py", "--version"], cwd=project, capture_output=True, text=True,
                             env=without_nvcc(tmp_path, USE_CUDA="0"), timeout=300)
     assert result.returncode != 0
     refusal = "USE_CUDA=0 builds the CPU kernels alone, but this project has none that build without the CUDA ones"
-    assert f"{refusal} ({why})" in result.stderr, result.stderr[-3000:]
+    assert f"{refusal} (it was generated with cpu_impl=no)" in result.stderr, result.stderr[-3000:]
 
 
 @pytest.mark.built
-@pytest.mark.parametrize("abi", ["stable", "versioned"])
-def test_cpu_only_build_needs_no_nvcc(tmp_path, abi):
+@pytest.mark.parametrize("kernel, abi", [("elementwise", "stable"), ("elementwise", "versioned"), ("rowwise", "stable")])
+def test_cpu_only_build_needs_no_nvcc(tmp_path, kernel, abi):
     """USE_CUDA=0: the CPU kernels built by the host compiler alone; the project's suite runs on the CPU."""
-    project = bake.render({}, tmp_path / "project", torch_abi=abi, **bake.NAMES)
+    project = bake.render({}, tmp_path / "project", kernel=kernel, torch_abi=abi, **bake.NAMES)
     env = without_nvcc(tmp_path, USE_CUDA="0")
     build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=project, env=env,
                            capture_output=True, text=True, timeout=1800)

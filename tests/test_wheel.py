@@ -1,8 +1,9 @@
 """A generated project ships: its wheel installs into a fresh virtual environment and imports there,
 and its sdist carries the sources a build needs.
 
-One combination of each registration style, built once per session (conftest.built_project: the
-same builds test_build.py tests, so the wheel costs a link, not a compilation). The wheel is made
+One combination of each registration style, and the rowwise kind on the stable ABI, built once per
+session (conftest.built_project: the same builds test_build.py tests, so the wheel costs a link, not a
+compilation). The wheel is made
 as the README says, `python -m build --wheel --no-isolation`: abi3 (cp310) for torch_library,
 CPython-specific for pybind11.
 
@@ -26,14 +27,14 @@ from pathlib import Path
 import bake
 import pytest
 import torch
-from test_build import BUILT
+from test_build import BUILT, ROWWISE_STABLE
 
-STYLES = {options["registration"]: options for options in BUILT[:2]}
+STYLES = {bake.combo_id(options): options for options in (*BUILT[:2], ROWWISE_STABLE)}
 
 
 @pytest.fixture(scope="module", params=sorted(STYLES))
 def dist(request, built_project, tmp_path_factory) -> tuple[dict, Path, Path, Path]:
-    """(options, project, wheel, sdist) for one registration style."""
+    """(options, project, wheel, sdist) for one combination of STYLES."""
     options = STYLES[request.param]
     project, build, log = built_project(options)
     assert build.returncode == 0, log.read_text()[-5000:]
