@@ -336,6 +336,8 @@ def test_an_op_of_the_other_kind_passes_the_projects_suite(tmp_path, kind):
     result = new_op(project, op, "--kind", other)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f'kind="{other}"' in (project / PACKAGE / "ops" / f"{op}.py").read_text()
+    readme = (project / "README.md").read_text()
+    assert f"| a second op of the other kind | `python new_op.py <name> --kind {other}`" in readme
     log = tmp_path / "build.log"
     build = bake.build(project, bake.build_env(arch_list="9.0", jobs=2), log)
     assert build.returncode == 0, log.read_text()[-5000:]
