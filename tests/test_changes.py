@@ -11,6 +11,7 @@ tests run every op of the package's OPS against its reference.
 from __future__ import annotations
 
 import difflib
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -354,14 +355,15 @@ def test_an_op_of_the_other_kind_passes_the_projects_suite(tmp_path, kind):
     for planner in ("elementwise_plan_test.cpp", "rowwise_plan_test.cpp"):
         assert f'name="test_planner[{planner}]"' in report, f"the planner test {planner} did not run"
     # The benchmark offers both ops; on a GPU it times both.
+    env = {**os.environ, "PYTHONPATH": str(project)}  # the package is built in place, not installed
     help_text = subprocess.run([sys.executable, "benchmarks/benchmark.py", "--help"], cwd=project,
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=env)
     assert help_text.returncode == 0 and starter in help_text.stdout and op in help_text.stdout, help_text.stderr
     if torch.cuda.is_available():
         csv = tmp_path / "bench.csv"
         bench = subprocess.run([sys.executable, "benchmarks/benchmark.py", "--dtype", "float32", "--shape", "64x1024",
                                 "--rounds", "1", "--replays", "2", "--csv", str(csv)], cwd=project,
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=env)
         assert bench.returncode == 0, bench.stdout[-3000:] + bench.stderr[-3000:]
         ops = {line.split(",")[0] for line in csv.read_text().splitlines()[1:]}
         assert ops == {starter, op}, ops
