@@ -28,6 +28,10 @@ RESERVED = {"ops", "new_op", "register"}
 # The rowwise engine builds with libtorch's versioned C++ API only, for now: a project on the stable
 # ABI (torch_abi=stable) cannot build a rowwise op, so it is refused before anything is written.
 STABLE_ABI = {{cookiecutter.__stable}}
+STABLE_REFUSES_ROWWISE = (
+    "this project builds against the LibTorch stable ABI (torch_abi=stable), where the rowwise engine does not "
+    "build yet; rowwise ops need a project generated with torch_abi=versioned (or kernel=rowwise)"
+)
 
 
 def class_name(op: str) -> str:
@@ -56,10 +60,7 @@ def files_of(op: str, seed: bool) -> list[Path]:
 def source_for(source: str | None, kind: str | None) -> tuple[str | None, bool, str | None]:
     """(the op to copy, whether it is a seed, None) or (None, False, what is wrong)."""
     if kind == "rowwise" and STABLE_ABI:
-        return None, False, (
-            "this project builds against the LibTorch stable ABI (torch_abi=stable), where the rowwise engine does "
-            "not build yet; rowwise ops need a project generated with torch_abi=versioned (or kernel=rowwise)"
-        )
+        return None, False, STABLE_REFUSES_ROWWISE
     if source is None and kind is None:
         return "{{cookiecutter.op_name}}", False, None
     if source is None:
@@ -124,8 +125,8 @@ def main() -> int:
     if error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
-    targets = files_of(args.name, seed=False)
-    copies = {source: target for source, target in zip(files_of(args.source, seed), targets) if source.exists()}
+    sources, targets = files_of(args.source, seed), files_of(args.name, seed=False)
+    copies = {source: target for source, target in zip(sources, targets, strict=True) if source.exists()}
     init = ROOT / PACKAGE / "__init__.py"
     new_init = register(init.read_text(), args.name)  # everything is computed before anything is written
     for source, target in copies.items():
