@@ -11,6 +11,7 @@ tests run every op of the package's OPS against its reference.
 from __future__ import annotations
 
 import difflib
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -260,22 +261,39 @@ def test_new_op_refuses_bad_names(tmp_path):
     assert not (project / PACKAGE / "ops" / "fine.py").exists(), "a refused call wrote a file"
 
 
+def new_op(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "new_op.py", *args], cwd=project, capture_output=True, text=True)
+
+
+def op_files(project: Path, op: str) -> dict[str, str]:
+    """An op's declaration and C++, by suffix."""
+    paths = {".py": project / PACKAGE / "ops" / f"{op}.py"}
+    paths |= {suffix: project / "csrc" / "ops" / f"{op}{suffix}" for suffix in (".h", ".cu", "_cpu.cpp")}
+    return {suffix: path.read_text() for suffix, path in paths.items() if path.exists()}
+
+
 def test_new_op_copies_an_op_of_the_kind_asked_for(tmp_path):
-    """--kind picks the package's first op of that kind; a kind the project has no op of is refused,
-    naming the kernel= answer that brings its engine."""
-    elementwise = bake.render(OPTIONS, tmp_path / "elementwise", **bake.NAMES)
-    result = subprocess.run([sys.executable, "new_op.py", "row_op", "--kind", "rowwise"], cwd=elementwise,
-                            capture_output=True, text=True)
-    assert result.returncode == 1 and "kernel=rowwise" in result.stderr, result.stderr
+    """--kind picks the package's first op of that kind, or else that kind's seed (op-seeds/), which is
+    the other kind's starter as a project of that kind renders it; the stable ABI refuses the rowwise
+    kind, naming the answer that builds it."""
+    stable = bake.render(OPTIONS, tmp_path / "stable", **bake.NAMES)
+    result = new_op(stable, "row_op", "--kind", "rowwise")
+    assert result.returncode == 1 and "torch_abi=versioned" in result.stderr, result.stderr
+    assert not (stable / PACKAGE / "ops" / "row_op.py").exists(), "a refused call wrote a file"
+    elementwise = bake.render({**OPTIONS, "torch_abi": "versioned"}, tmp_path / "elementwise", **bake.NAMES)
     rowwise = bake.render(ROWWISE_OPTIONS, tmp_path / "rowwise", **bake.NAMES)
-    result = subprocess.run([sys.executable, "new_op.py", "row_op", "--kind", "rowwise"], cwd=rowwise,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    declaration = (rowwise / PACKAGE / "ops" / "row_op.py").read_text()
-    assert 'kind="rowwise"' in declaration and 'name="row_op"' in declaration
-    assert (rowwise / "csrc" / "ops" / "row_op.cu").exists() and (rowwise / "csrc" / "ops" / "row_op_cpu.cpp").exists()
-    result = subprocess.run([sys.executable, "new_op.py", "other", "--kind", "elementwise", "--from", "row_op"],
-                            cwd=rowwise, capture_output=True, text=True)
+    for project, kind in [(elementwise, "rowwise"), (rowwise, "rowwise"), (rowwise, "elementwise"),
+                          (elementwise, "elementwise")]:
+        result = new_op(project, f"{kind}_copy", "--kind", kind)
+        assert result.returncode == 0, result.stderr
+        declaration = (project / PACKAGE / "ops" / f"{kind}_copy.py").read_text()
+        assert f'kind="{kind}"' in declaration and f'name="{kind}_copy"' in declaration
+        assert f"_{kind}_copy_declaration.INTERFACE" in (project / PACKAGE / "__init__.py").read_text()
+    # A seed's copy is the copy of the starter of its kind, file for file.
+    assert op_files(elementwise, "rowwise_copy") == op_files(rowwise, "rowwise_copy")
+    assert op_files(rowwise, "elementwise_copy") == op_files(elementwise, "elementwise_copy")
+    assert set(op_files(elementwise, "rowwise_copy")) == {".py", ".h", ".cu", "_cpu.cpp"}
+    result = new_op(rowwise, "other", "--kind", "elementwise", "--from", "rowwise_copy")
     assert result.returncode == 1 and "is a rowwise op" in result.stderr, result.stderr
 
 
@@ -299,3 +317,53 @@ def test_every_change_of_the_table_passes_the_projects_suite(changed_project, tm
     report = (tmp_path / "test.xml").read_text()
     for op in [c.op for c in changes] + [starter]:
         assert f"-{op}]" in report or f"[{op}-" in report or f"[{op}]" in report, f"no generic test of {op} ran"
+
+
+# A second op of the other kind (README: "a second op of the other kind"), on a fresh project of each
+# kind: the elementwise project is torch_abi=versioned, since the rowwise engine does not build on the
+# stable ABI yet.
+OTHER_KIND = {
+    "elementwise": ({**OPTIONS, "torch_abi": "versioned"}, STARTER, "rowwise"),
+    "rowwise": (ROWWISE_OPTIONS, ROWWISE_STARTER, "elementwise"),
+}
+
+
+@pytest.mark.template_change
+@pytest.mark.parametrize("kind", list(OTHER_KIND))
+def test_an_op_of_the_other_kind_passes_the_projects_suite(tmp_path, kind):
+    options, starter, other = OTHER_KIND[kind]
+    project = bake.render(options, tmp_path / "project", **bake.NAMES)
+    op = f"my_{other}"
+    result = new_op(project, op, "--kind", other)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f'kind="{other}"' in (project / PACKAGE / "ops" / f"{op}.py").read_text()
+    readme = (project / "README.md").read_text()
+    assert f"| a second op of the other kind | `python new_op.py <name> --kind {other}`" in readme
+    log = tmp_path / "build.log"
+    build = bake.build(project, bake.build_env(arch_list="9.0", jobs=2), log)
+    assert build.returncode == 0, log.read_text()[-5000:]
+    tests = bake.run_tests(project, tmp_path / "test.log")
+    test_log = (tmp_path / "test.log").read_text()
+    print(f"\n{kind} project with {op}: {tests.passed} passed, {tests.failed} failed, {tests.skipped} skipped")
+    assert tests.failed == 0, test_log[-8000:]
+    assert tests.passed > 0, test_log[-5000:]
+    if torch.cuda.is_available():
+        assert tests.unexpected_skips() == 0, test_log[-5000:]
+    report = (tmp_path / "test.xml").read_text()
+    for name in (starter, op):
+        assert f"-{name}]" in report or f"[{name}-" in report or f"[{name}]" in report, f"no generic test of {name} ran"
+    for planner in ("elementwise_plan_test.cpp", "rowwise_plan_test.cpp"):
+        assert f'name="test_planner[{planner}]"' in report, f"the planner test {planner} did not run"
+    # The benchmark offers both ops; on a GPU it times both.
+    env = {**os.environ, "PYTHONPATH": str(project)}  # the package is built in place, not installed
+    help_text = subprocess.run([sys.executable, "benchmarks/benchmark.py", "--help"], cwd=project,
+                               capture_output=True, text=True, env=env)
+    assert help_text.returncode == 0 and starter in help_text.stdout and op in help_text.stdout, help_text.stderr
+    if torch.cuda.is_available():
+        csv = tmp_path / "bench.csv"
+        bench = subprocess.run([sys.executable, "benchmarks/benchmark.py", "--dtype", "float32", "--shape", "64x1024",
+                                "--rounds", "1", "--replays", "2", "--csv", str(csv)], cwd=project,
+                               capture_output=True, text=True, env=env)
+        assert bench.returncode == 0, bench.stdout[-3000:] + bench.stderr[-3000:]
+        ops = {line.split(",")[0] for line in csv.read_text().splitlines()[1:]}
+        assert ops == {starter, op}, ops

@@ -123,6 +123,9 @@ def test_sdist_carries_the_sources(dist):
     assert sources <= names, sorted(sources - names)
     tests = {str(p.relative_to(project)) for p in (project / "tests").glob("*.py")}
     assert tests <= names, sorted(tests - names)
-    top = {"pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "doctor.py", "benchmarks/benchmark.py"}
+    seeds = {str(p.relative_to(project)) for p in (project / "op-seeds").glob("*")}
+    assert seeds and seeds <= names, sorted(seeds - names)  # what new_op.py --kind copies
+    top = {"pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "doctor.py", "new_op.py",
+           "benchmarks/benchmark.py"}
     assert top <= names, sorted(top - names)
     assert not [n for n in names if n.endswith((".so", ".o", ".pyc"))], sorted(names)

@@ -1,12 +1,14 @@
-"""Add an op to the package: a copy of an existing op under a new name, ready to change.
+"""Add an op to the package: a copy of an existing op, or of a kind's seed, under a new name, ready to change.
 
     python new_op.py my_op                      # a copy of {{cookiecutter.op_name}} ({{cookiecutter.kernel}})
     python new_op.py my_op --from other_op      # a copy of another op of the package
-    python new_op.py my_op --kind {{cookiecutter.kernel}}      # a copy of the package's first op of that kind
+    python new_op.py my_op --kind {{ 'rowwise    ' if cookiecutter.kernel == 'elementwise' else 'elementwise' }}   # an op of that kind: the package's first, else its seed
 
 It writes the new op's declaration ({{cookiecutter.package_name}}/ops/<name>.py) and C++ (csrc/ops/<name>.h, .cu
 and _cpu.cpp where the source op has one), and registers it in {{cookiecutter.package_name}}/__init__.py. The copy
 is of the source's kind (elementwise or rowwise: the engine that runs its functors, csrc/engine/).
+Both kinds' engines are in every project; op-seeds/ holds the starter op of the kind this project
+was not generated with, which --kind copies while the package has no op of that kind.
 Then change its declaration and functors (README.md, "Your op"), rebuild, and run the tests: the
 generic tests cover the new op from its declaration.
 """
@@ -21,50 +23,67 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 PACKAGE = "{{cookiecutter.package_name}}"
+SEEDS = ROOT / "op-seeds"
 RESERVED = {"ops", "new_op", "register"}
+# The rowwise engine builds with libtorch's versioned C++ API only, for now: a project on the stable
+# ABI (torch_abi=stable) cannot build a rowwise op, so it is refused before anything is written.
+STABLE_ABI = {{cookiecutter.__stable}}
+STABLE_REFUSES_ROWWISE = (
+    "this project builds against the LibTorch stable ABI (torch_abi=stable), where the rowwise engine does not "
+    "build yet; rowwise ops need a project generated with torch_abi=versioned (or kernel=rowwise)"
+)
 
 
 def class_name(op: str) -> str:
     return "".join(part.title() for part in op.split("_"))
 
 
-def kind_of(op: str) -> str | None:
-    """The kind an op of the package declares (kind="..." in its ops/<op>.py), or None."""
-    match = re.search(r'^\s*kind="(\w+)"', (ROOT / PACKAGE / "ops" / f"{op}.py").read_text(), re.M)
+def kind_of(declaration: Path) -> str | None:
+    """The kind an op's declaration declares (kind="..." in its ops/<op>.py), or None."""
+    match = re.search(r'^\s*kind="(\w+)"', declaration.read_text(), re.M)
     return match[1] if match else None
 
 
-def first_of_kind(kind: str) -> str | None:
-    """The package's first op (by name) of this kind, or None."""
-    ops = sorted(p.stem for p in (ROOT / PACKAGE / "ops").glob("*.py") if p.stem != "__init__")
-    return next((op for op in ops if kind_of(op) == kind), None)
+def first_of_kind(folder: Path, kind: str) -> str | None:
+    """The first op (by name) of this kind declared in folder, or None."""
+    ops = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    return next((op for op in ops if kind_of(folder / f"{op}.py") == kind), None)
 
 
-def source_for(source: str | None, kind: str | None) -> tuple[str | None, str | None]:
-    """(the op to copy, None) or (None, what is wrong)."""
+def files_of(op: str, seed: bool) -> list[Path]:
+    """An op's files, its declaration first: the package's own, or a seed's in op-seeds/."""
+    declaration = SEEDS / f"{op}.py" if seed else ROOT / PACKAGE / "ops" / f"{op}.py"
+    folder = SEEDS if seed else ROOT / "csrc" / "ops"
+    return [declaration] + [folder / f"{op}{suffix}" for suffix in (".h", ".cu", "_cpu.cpp")]
+
+
+def source_for(source: str | None, kind: str | None) -> tuple[str | None, bool, str | None]:
+    """(the op to copy, whether it is a seed, None) or (None, False, what is wrong)."""
+    if kind == "rowwise" and STABLE_ABI:
+        return None, False, STABLE_REFUSES_ROWWISE
     if source is None and kind is None:
-        return "{{cookiecutter.op_name}}", None
+        return "{{cookiecutter.op_name}}", False, None
     if source is None:
-        found = first_of_kind(kind)
-        if found is None:
-            engines = sorted(p.stem for p in (ROOT / "csrc" / "engine").glob("*.cuh"))
-            return None, (
-                f"the package has no {kind} op to copy; its engines are {', '.join(engines)} (csrc/engine/): "
-                f"generate a project with kernel={kind} for {kind} ops"
-            )
-        return found, None
-    if kind is not None and (ROOT / PACKAGE / "ops" / f"{source}.py").exists() and kind_of(source) != kind:
-        return None, f"{source} is a {kind_of(source)} op, not {kind}; leave out --kind or --from"
-    return source, None
+        found = first_of_kind(ROOT / PACKAGE / "ops", kind)
+        if found is not None:
+            return found, False, None
+        seed = first_of_kind(SEEDS, kind) if SEEDS.is_dir() else None
+        if seed is None:
+            return None, False, f"the package has no {kind} op to copy, and op-seeds/ has no {kind} seed"
+        return seed, True, None
+    declaration = ROOT / PACKAGE / "ops" / f"{source}.py"
+    if kind is not None and declaration.exists() and kind_of(declaration) != kind:
+        return None, False, f"{source} is a {kind_of(declaration)} op, not {kind}; leave out --kind or --from"
+    return source, False, None
 
 
-def problem(name: str, source: str) -> str | None:
+def problem(name: str, source: str, seed: bool) -> str | None:
     """What is wrong with the new op's name, or None."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or keyword.iskeyword(name) or name in RESERVED:
         return f"{name!r} is not a lower_snake_case identifier an op can take; choose another, e.g. my_op"
     if (ROOT / PACKAGE / "ops" / f"{name}.py").exists():
         return f"the package already has an op {name!r}; choose another name"
-    if not (ROOT / PACKAGE / "ops" / f"{source}.py").exists():
+    if not seed and not (ROOT / PACKAGE / "ops" / f"{source}.py").exists():
         return f"the package has no op {source!r} to copy (--from); its ops are in {PACKAGE}/ops/"
     return None
 
@@ -97,18 +116,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", help="the new op's name (lower_snake_case)")
     parser.add_argument("--from", dest="source", help="the op to copy (default: {{cookiecutter.op_name}})")
-    parser.add_argument("--kind", choices=("elementwise", "rowwise"), help="copy the package's first op of this kind")
+    parser.add_argument(
+        "--kind", choices=("elementwise", "rowwise"), help="copy the package's first op of this kind, else its seed"
+    )
     args = parser.parse_args()
-    args.source, error = source_for(args.source, args.kind)
-    error = error or problem(args.name, args.source)
+    args.source, seed, error = source_for(args.source, args.kind)
+    error = error or problem(args.name, args.source, seed)
     if error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 1
-    copies = {ROOT / PACKAGE / "ops" / f"{args.source}.py": ROOT / PACKAGE / "ops" / f"{args.name}.py"}
-    for suffix in (".h", ".cu", "_cpu.cpp"):
-        source = ROOT / "csrc" / "ops" / f"{args.source}{suffix}"
-        if source.exists():
-            copies[source] = ROOT / "csrc" / "ops" / f"{args.name}{suffix}"
+    sources, targets = files_of(args.source, seed), files_of(args.name, seed=False)
+    copies = {source: target for source, target in zip(sources, targets, strict=True) if source.exists()}
     init = ROOT / PACKAGE / "__init__.py"
     new_init = register(init.read_text(), args.name)  # everything is computed before anything is written
     for source, target in copies.items():
