@@ -25,13 +25,6 @@ ROOT = Path(__file__).resolve().parent
 PACKAGE = "my_cuda_op"
 SEEDS = ROOT / "op-seeds"
 RESERVED = {"ops", "new_op", "register"}
-# The rowwise engine builds with libtorch's versioned C++ API only, for now: a project on the stable
-# ABI (torch_abi=stable) cannot build a rowwise op, so it is refused before anything is written.
-STABLE_ABI = True
-STABLE_REFUSES_ROWWISE = (
-    "this project builds against the LibTorch stable ABI (torch_abi=stable), where the rowwise engine does not "
-    "build yet; rowwise ops need a project generated with torch_abi=versioned (or kernel=rowwise)"
-)
 
 
 def class_name(op: str) -> str:
@@ -59,8 +52,6 @@ def files_of(op: str, seed: bool) -> list[Path]:
 
 def source_for(source: str | None, kind: str | None) -> tuple[str | None, bool, str | None]:
     """(the op to copy, whether it is a seed, None) or (None, False, what is wrong)."""
-    if kind == "rowwise" and STABLE_ABI:
-        return None, False, STABLE_REFUSES_ROWWISE
     if source is None and kind is None:
         return "scaled_gelu", False, None
     if source is None:

@@ -12,15 +12,15 @@
 // maximum of z = scale * x, then the sum of exp(z - max); then y = exp(z - max) / sum. Subtracting
 // the maximum keeps exp from overflowing and changes nothing else (it cancels between numerator and
 // sum). The backward takes one: sum(dy * y). acc_t is float for float16/bfloat16/float32 inputs and
-// double for float64 (at::opmath_type).
+// double for float64 (opmath_t, engine/torch_api.h).
 #pragma once
-
-#include <c10/macros/Macros.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+
+#include "op.h"
 
 // The op's own namespace: each op's helpers (exp_shifted here) stay apart from every other op's.
 namespace cuop_my_cuda_op::scaled_softmax_op {

@@ -84,7 +84,7 @@ Plan plan(int64_t rows, int64_t cols, const OpFacts& op, const Gpu& gpu, bool sa
 std::string describe(const Plan& p) {
   return std::string(rowwise::variant_name(p.variant)) + " packs " + std::to_string(p.packs) + "+" +
          std::to_string(p.staged) + " threads " + std::to_string(p.threads) + " ranks " + std::to_string(p.ranks) +
-         " blocks " + std::to_string(p.blocks) + " smem " + std::to_string(p.smem) + (p.reverse ? " reverse" : "");
+         " blocks " + std::to_string(p.blocks) + " smem " + std::to_string(p.smem);
 }
 
 // What every plan must be: a kernel the engine builds, launchable, holding the whole row.
@@ -98,7 +98,6 @@ void check(const Plan& p, int64_t rows, int64_t cols, const OpFacts& op, const G
   ok = ok && (p.ranks == 1 || ((p.ranks == 2 || p.ranks == 4 || p.ranks == 8) && p.variant == Variant::kCluster &&
                                gpu.clusters && op.passes == 1));
   ok = ok && p.blocks == std::min<int64_t>(rows, std::numeric_limits<int32_t>::max() / p.ranks) * p.ranks;
-  ok = ok && p.reverse == (op.passes <= 1);
   switch (p.variant) {
     case Variant::kRegisters:
     case Variant::kRegistersWhole:

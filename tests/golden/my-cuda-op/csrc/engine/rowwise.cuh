@@ -60,10 +60,6 @@
 // an odd element), everything moves element by element.
 #pragma once
 
-#include <ATen/OpMathType.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/util/Exception.h>
 #include <cooperative_groups.h>
 #include <cuda_pipeline.h>
 
@@ -71,6 +67,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -485,7 +482,7 @@ struct Tensors {
 // The row's per-row inputs handed to the op (start), before its first pass.
 template <typename Op, typename scalar_t, typename Row>
 __device__ __forceinline__ void start_row(const Op& op, const scalar_t* const* row_in, int64_t row, Row& state) {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   if constexpr (kRowInputsOf<Op> > 0) {
     acc_t values[kRowInputsOf<Op>];
 #pragma unroll
@@ -513,9 +510,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     rows_kernel(const Op op, const scalar_t* __restrict__ in0, const scalar_t* __restrict__ in1,
                 const scalar_t* __restrict__ in2, scalar_t* __restrict__ out0, scalar_t* __restrict__ out1,
                 const scalar_t* __restrict__ row_in0, const scalar_t* __restrict__ row_in1,
-                scalar_t* __restrict__ row_out0, scalar_t* __restrict__ row_out1, int64_t rows, int64_t cols,
-                bool reverse) {
-  using acc_t = at::opmath_type<scalar_t>;
+                scalar_t* __restrict__ row_out0, scalar_t* __restrict__ row_out1, int64_t rows, int64_t cols) {
+  using acc_t = opmath_t<scalar_t>;
   using Sums = typename Op::Sums;
   using Row = typename Op::Row;
   using pack_t = Pack<scalar_t, kVec>;
@@ -538,7 +534,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   const int64_t row_step = gridDim.x / split.ranks;
   for (int64_t r = blockIdx.x / split.ranks, iteration = 0; r < rows; r += row_step, ++iteration) {
-    const int64_t row = reverse ? rows - 1 - r : r;
+    const int64_t row = rows_last_to_first(Op::kPasses) ? rows - 1 - r : r;
     const int64_t offset = row * cols;
     // Every tensor's rows start at the same offset within a pack (the planner checks).
     const RowPacks<scalar_t, kVec, kWhole> packs(in0 + offset, cols, split);
@@ -716,9 +712,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     rows_wide_kernel(const Op op, const scalar_t* __restrict__ in0, const scalar_t* __restrict__ in1,
                      const scalar_t* __restrict__ in2, scalar_t* __restrict__ out0, scalar_t* __restrict__ out1,
                      const scalar_t* __restrict__ row_in0, const scalar_t* __restrict__ row_in1,
-                     scalar_t* __restrict__ row_out0, scalar_t* __restrict__ row_out1, int64_t rows, int64_t cols,
-                     bool reverse) {
-  using acc_t = at::opmath_type<scalar_t>;
+                     scalar_t* __restrict__ row_out0, scalar_t* __restrict__ row_out1, int64_t rows, int64_t cols) {
+  using acc_t = opmath_t<scalar_t>;
   using Sums = typename Op::Sums;
   using Row = typename Op::Row;
   using pack_t = Pack<scalar_t, kVec>;
@@ -732,7 +727,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   scalar_t* const row_out[2] = {row_out0, row_out1};
   __shared__ Sums smem[kMaxWarps];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const int64_t row = reverse ? rows - 1 - r : r;
+    const int64_t row = rows_last_to_first(Op::kPasses) ? rows - 1 - r : r;
     const int64_t offset = row * cols;
     const RowPacks<scalar_t, kVec> packs(in0 + offset, cols);
     // Calls batch_fn(each) for each batch of packs the thread takes, all its loads issued first;
@@ -893,6 +888,32 @@ __global__ void __launch_bounds__(kMaxThreads)
 // ---------------------------------------------------------------------------------------------
 // Launch: the GPU's facts, the plan, the planned kernel.
 
+// What the launch code reads of a GPU, from the CUDA runtime (which both ABIs reach alike; torch's
+// cached device properties are ATen's), asked once per device.
+struct DeviceFacts {
+  int major = 0;       // compute capability
+  int sms = 0;         // multiprocessors
+  int smem_optin = 0;  // the most shared memory a block may opt into, in bytes
+};
+
+inline int current_device() {
+  int device = 0;
+  OP_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+inline const DeviceFacts& device_facts(int device) {
+  static std::once_flag asked[kMaxGpus];
+  static DeviceFacts facts[kMaxGpus];
+  std::call_once(asked[device], [device] {
+    DeviceFacts& f = facts[device];
+    OP_CUDA_CHECK(cudaDeviceGetAttribute(&f.major, cudaDevAttrComputeCapabilityMajor, device));
+    OP_CUDA_CHECK(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, device));
+    OP_CUDA_CHECK(cudaDeviceGetAttribute(&f.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  });
+  return facts[device];
+}
+
 // Blocks of kKernel that fit on one SM at once, at `threads` per block and `ranks` blocks per row:
 // the occupancy calculator's answer, remembered per device, block size and cluster size (stored
 // plus one: 0 is not asked yet), so a launch costs no extra calls. Clusters need an sm_90 GPU and
@@ -902,22 +923,20 @@ __global__ void __launch_bounds__(kMaxThreads)
 // question for a device).
 template <auto kKernel, int kSmemPerThread = 0>
 int resident_blocks(int threads, int ranks) {
-  static std::atomic<int> known[C10_COMPILE_TIME_MAX_GPUS][kMaxWarps + 1][kMaxRanks + 1];
-  const int device = c10::cuda::current_device();
+  static std::atomic<int> known[kMaxGpus][kMaxWarps + 1][kMaxRanks + 1];
+  const int device = current_device();
   std::atomic<int>& blocks = known[device][threads / kWarpSize][ranks];
   if (blocks.load(std::memory_order_relaxed) == 0) {
     int answer = 0;
     if (kSmemPerThread > 0) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(
-          kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-          std::min<int>(kSmemPerThread * kMaxThreads, at::cuda::getDeviceProperties(device)->sharedMemPerBlockOptin)));
+      OP_CUDA_CHECK(cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         std::min<int>(kSmemPerThread * kMaxThreads, device_facts(device).smem_optin)));
     }
     if (ranks == 1) {
-      C10_CUDA_CHECK(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&answer, kKernel, threads, kSmemPerThread * threads));
+      OP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&answer, kKernel, threads, kSmemPerThread * threads));
     } else {
       cudaFuncAttributes code{};
-      C10_CUDA_CHECK(cudaFuncGetAttributes(&code, kKernel));
+      OP_CUDA_CHECK(cudaFuncGetAttributes(&code, kKernel));
       if (code.ptxVersion >= 90 && code.binaryVersion >= 90) {
         cudaLaunchAttribute cluster{};
         cluster.id = cudaLaunchAttributeClusterDimension;
@@ -928,8 +947,8 @@ int resident_blocks(int threads, int ranks) {
         config.attrs = &cluster;
         config.numAttrs = 1;
         int clusters = 0;
-        C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config));
-        answer = clusters * ranks / at::cuda::getDeviceProperties(device)->multiProcessorCount;
+        OP_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config));
+        answer = clusters * ranks / device_facts(device).sms;
       }
     }
     blocks.store(answer + 1, std::memory_order_relaxed);
@@ -940,8 +959,8 @@ int resident_blocks(int threads, int ranks) {
 // The current GPU's facts for the planner. Clusters: an sm_90 GPU (whether the build has cluster
 // code for it is the kernel's question, in resident_blocks).
 inline Gpu gpu_facts() {
-  const cudaDeviceProp* gpu = at::cuda::getCurrentDeviceProperties();
-  return Gpu{fast_memory_per_sm(), gpu->major >= 9, int64_t(gpu->sharedMemPerBlockOptin)};
+  const DeviceFacts& gpu = device_facts(current_device());
+  return Gpu{fast_memory_per_sm(), gpu.major >= 9, int64_t(gpu.smem_optin)};
 }
 
 // Launches kernel as `plan` says: a cluster of plan.ranks blocks per row when that is more than one.
@@ -954,12 +973,12 @@ void launch(void (*kernel)(Params...), const Plan& plan, const Op& op, const Ten
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(plan.blocks));
   config.blockDim = dim3(unsigned(plan.threads));
-  config.stream = at::cuda::getCurrentCUDAStream();
+  config.stream = current_stream();
   config.dynamicSmemBytes = plan.smem;
   config.attrs = &cluster;
   config.numAttrs = plan.ranks > 1 ? 1 : 0;
-  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, op, t.in[0], t.in[1], t.in[2], t.out[0], t.out[1], t.row_in[0],
-                                    t.row_in[1], t.row_out[0], t.row_out[1], rows, cols, plan.reverse));
+  OP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, op, t.in[0], t.in[1], t.in[2], t.out[0], t.out[1], t.row_in[0],
+                                   t.row_in[1], t.row_out[0], t.row_out[1], rows, cols));
 }
 
 // Calls fn(std::integral_constant<int, packs>) for packs = 1, 2, 4 ... up to kPacks: one kernel
@@ -984,8 +1003,8 @@ constexpr OpFacts kOpFacts{Op::kInputs, Op::kPasses, int(sizeof(scalar_t))};
 // Runs op over the call's rows on the current CUDA stream: contiguous tensors of one dtype, on the
 // current device; out as outputs() made them.
 template <typename scalar_t, typename Op>
-void run_rows(const Op& op, const Call& call, const std::vector<at::Tensor>& out) {
-  using acc_t = at::opmath_type<scalar_t>;
+void run_rows(const Op& op, const Call& call, const std::vector<Tensor>& out) {
+  using acc_t = opmath_t<scalar_t>;
   check_row_op<Op, acc_t>();
   const Layout<Op> layout = layout_of<Op>(call);
   const int64_t rows = layout.rows;
@@ -1069,7 +1088,7 @@ void run_rows(const Op& op, const Call& call, const std::vector<at::Tensor>& out
         launch(rows_kernel<scalar_t, Op, kVec, decltype(p)::value, 0, false, false>, plan, op, tensors, rows, cols);
       });
   }
-  TORCH_CHECK(false, "rowwise: the planner chose the ", variant_name(plan.variant), " kernel, which is not built");
+  OP_CHECK(false, "rowwise: the planner chose the ", variant_name(plan.variant), " kernel, which is not built");
 }
 
 // The engine's GPU side, as op.h's register_kernels calls it.
@@ -1079,11 +1098,11 @@ struct Cuda {
     check_rows<Op>(call);
   }
   template <typename Op>
-  static std::vector<at::Tensor> outputs(const Call& call) {
+  static std::vector<Tensor> outputs(const Call& call) {
     return row_outputs<Op>(call);
   }
   template <typename scalar_t, typename Op>
-  static void run(const Op& op, const Call& call, const std::vector<at::Tensor>& out) {
+  static void run(const Op& op, const Call& call, const std::vector<Tensor>& out) {
     run_rows<scalar_t>(op, call, out);
   }
 };

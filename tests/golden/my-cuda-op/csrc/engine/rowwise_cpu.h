@@ -1,5 +1,6 @@
 // The rowwise engine on the CPU: the same row functor as the CUDA kernels (rowwise.cuh describes
-// it), rows in parallel (at::parallel_for), each row's passes, row outputs and outputs in turn.
+// it), rows in parallel (parallel_for: at::parallel_for, or the stable ABI's), each row's passes,
+// row outputs and outputs in turn.
 //
 // A pass combines its row's terms pairwise (cascade summation): runs of kRun terms one after
 // another, then the runs' partials in a balanced tree. Added one after another, every addition
@@ -7,9 +8,6 @@
 // of tens of thousands of terms drifts past float32's tolerance); in a tree it grows with the depth,
 // as in the GPU kernels' reductions.
 #pragma once
-
-#include <ATen/OpMathType.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,7 +35,7 @@ inline int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, kGrainEleme
 template <typename scalar_t, typename Op>
 class OneRow {
  public:
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath_t<scalar_t>;
   using Sums = typename Op::Sums;
   using Row = typename Op::Row;
 
@@ -161,12 +159,12 @@ struct Cpu {
     check_rows<Op>(call);
   }
   template <typename Op>
-  static std::vector<at::Tensor> outputs(const Call& call) {
+  static std::vector<Tensor> outputs(const Call& call) {
     return row_outputs<Op>(call);
   }
   template <typename scalar_t, typename Op>
-  static void run(const Op& op, const Call& call, const std::vector<at::Tensor>& out) {
-    check_row_op<Op, at::opmath_type<scalar_t>>();
+  static void run(const Op& op, const Call& call, const std::vector<Tensor>& out) {
+    check_row_op<Op, opmath_t<scalar_t>>();
     const Layout<Op> layout = layout_of<Op>(call);
     const int64_t cols = layout.cols;
     if (cols == 0 && Op::kRowOutputs == 0) {
@@ -189,7 +187,7 @@ struct Cpu {
     for (int m = 0; m < Op::kRowOutputs; ++m) {
       row_dst[m] = out[Op::kOutputs + m].template mutable_data_ptr<scalar_t>();
     }
-    at::parallel_for(0, layout.rows, cpu::row_grain(cols), [&](int64_t begin, int64_t end) {
+    parallel_for(0, layout.rows, cpu::row_grain(cols), [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const scalar_t* row_inputs[Op::kInputs];
         for (int i = 0; i < Op::kInputs; ++i) {

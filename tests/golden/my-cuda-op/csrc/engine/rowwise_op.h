@@ -8,12 +8,6 @@
 // kRowOutputs of one value per row, as the op's declaration (ops/<op>.py) lists them.
 #pragma once
 
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <c10/util/Exception.h>
-#include <c10/util/accumulate.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -83,7 +77,7 @@ Layout<Op> layout_of(const Call& call) {
   const auto& args = call.schema->arguments();
   const int count = int(call.tensors.size());
   int64_t dims = 0;
-  for (const at::Tensor& t : call.tensors) {
+  for (const Tensor& t : call.tensors) {
     dims = std::max<int64_t>(dims, t.dim());
   }
   Layout<Op> layout{};
@@ -93,44 +87,48 @@ Layout<Op> layout_of(const Call& call) {
   for (int i = 0; i < count; ++i) {
     const bool row_tensor = kRowInputsOf<Op> > 0 && call.tensors[i].dim() == dims - 1;
     int& next = row_tensor ? per_row : full;
-    TORCH_CHECK(next < (row_tensor ? Op::kInputs + kRowInputsOf<Op> : Op::kInputs), op_name(*call.schema), ": ",
-                args[i].name(), " has shape ", call.tensors[i].sizes(), ", but the op takes ", Op::kInputs,
-                " tensors shaped like x and ", kRowInputsOf<Op>, " of one value per row (x.shape[:-1])");
+    OP_CHECK(next < (row_tensor ? Op::kInputs + kRowInputsOf<Op> : Op::kInputs), op_name(*call.schema), ": ",
+             args[i].name(), " has shape ", call.tensors[i].sizes(), ", but the op takes ", Op::kInputs,
+             " tensors shaped like x and ", kRowInputsOf<Op>, " of one value per row (x.shape[:-1])");
     layout.index[next++] = i;
     if (!row_tensor && layout.first < 0) {
       layout.first = i;
     }
   }
-  const at::Tensor& x = call.tensors[layout.first];
-  TORCH_CHECK(x.dim() >= 1, op_name(*call.schema), ": ", args[layout.first].name(),
-              " is a 0-d tensor, but the op reduces over the last dimension; pass a tensor with at least one "
-              "dimension (e.g. ",
-              args[layout.first].name(), ".reshape(1))");
+  const Tensor& x = call.tensors[layout.first];
+  OP_CHECK(x.dim() >= 1, op_name(*call.schema), ": ", args[layout.first].name(),
+           " is a 0-d tensor, but the op reduces over the last dimension; pass a tensor with at least one "
+           "dimension (e.g. ",
+           args[layout.first].name(), ".reshape(1))");
+  const IntArrayRef sizes = x.sizes();
+  const IntArrayRef row_sizes = sizes.slice(0, sizes.size() - 1);
   for (int k = 0; k < Op::kInputs + kRowInputsOf<Op>; ++k) {
-    const at::Tensor& t = call.tensors[layout.index[k]];
+    const Tensor& t = call.tensors[layout.index[k]];
     const bool row_tensor = k >= Op::kInputs;
-    const auto expected = row_tensor ? x.sizes().slice(0, x.dim() - 1) : x.sizes();
-    TORCH_CHECK(
-        t.sizes() == expected, op_name(*call.schema), ": ", args[layout.index[k]].name(), " has shape ", t.sizes(),
-        " but ", args[layout.first].name(), " has shape ", x.sizes(), "; ",
+    OP_CHECK(
+        t.sizes().equals(row_tensor ? row_sizes : sizes), op_name(*call.schema), ": ", args[layout.index[k]].name(),
+        " has shape ", t.sizes(), " but ", args[layout.first].name(), " has shape ", sizes, "; ",
         row_tensor ? "a per-row tensor has its shape without the last dimension" : "they must have the same shape");
   }
   // Rows of no element still have their per-row outputs: the passes' results over nothing.
-  layout.cols = x.size(-1);
-  layout.rows = c10::multiply_integers(x.sizes().slice(0, x.dim() - 1));
+  layout.cols = sizes.back();
+  layout.rows = 1;
+  for (const int64_t size : row_sizes) {
+    layout.rows *= size;
+  }
   return layout;
 }
 
 // The call's outputs: kOutputs like x, then kRowOutputs of x.shape[:-1], all contiguous.
 template <typename Op>
-std::vector<at::Tensor> row_outputs(const Call& call) {
-  const at::Tensor& x = call.tensors[layout_of<Op>(call).first];
-  std::vector<at::Tensor> out;
+std::vector<Tensor> row_outputs(const Call& call) {
+  const Tensor& x = call.tensors[layout_of<Op>(call).first];
+  std::vector<Tensor> out;
   for (int m = 0; m < Op::kOutputs; ++m) {
-    out.push_back(at::empty_like(x, at::MemoryFormat::Contiguous));
+    out.push_back(new_contiguous_like(x));
   }
   for (int m = 0; m < Op::kRowOutputs; ++m) {
-    out.push_back(at::empty(x.sizes().slice(0, x.dim() - 1), x.options()));
+    out.push_back(new_contiguous(x, x.sizes().slice(0, x.dim() - 1)));
   }
   return out;
 }

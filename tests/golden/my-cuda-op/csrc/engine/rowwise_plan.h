@@ -94,7 +94,7 @@ struct Gpu {
 // The launch: the kernel variant, `vec` elements per pack, `packs` per thread of each input in
 // registers (0 for the wide variants), `staged` more in shared memory, `threads` per block (whole
 // warps), `ranks` blocks per row (a cluster when more than one), `blocks` in the grid, `smem` bytes
-// of dynamic shared memory per block; `reverse`: rows are taken last to first.
+// of dynamic shared memory per block.
 struct Plan {
   Variant variant = Variant::kWideElements;
   int vec = 1;
@@ -104,8 +104,14 @@ struct Plan {
   int ranks = 1;
   int64_t blocks = 0;
   int smem = 0;
-  bool reverse = false;
 };
+
+// An op of one pass (or none) takes rows last to first: the rows written last (by the op that made
+// its inputs, the forward when a backward follows it) are the ones still in L2, and blocks start in
+// order, so the first blocks find their rows there. Ops of several passes were tuned first to last.
+// A rule of the op, not of the call: the kernels take it as a constant, since a runtime flag let
+// ptxas schedule the first pack's math ahead of the row's last loads, which then waited for it.
+constexpr bool rows_last_to_first(int passes) { return passes <= 1; }
 
 // Packs a thread holds in registers, at most: as many as keep the packs it loads within 32 registers
 // (a pack is four 32-bit words in every dtype: 16-bit elements stay two to a word until used), half
@@ -274,10 +280,6 @@ Plan plan_rows(const Rows& call, const OpFacts& op, const Gpu& gpu, Resident&& r
     const bool whole = op.elem_bytes == 2 && call.first_offset == 0 && call.cols % plan.vec == 0;
     plan.variant = whole ? Variant::kRegistersWhole : Variant::kRegisters;
   }
-  // An op of one pass takes rows last to first: the rows written last (by the op that made its
-  // inputs, the forward when a backward follows it) are the ones still in L2, and blocks start in
-  // order, so the first blocks find their rows there. Ops of several passes were tuned first to last.
-  plan.reverse = !several_passes;
   // A block (or cluster) per row: the hardware hands each SM a new row as soon as it has room, so no
   // SM idles at the end. (The kernels stride over rows only past the grid's limit of 2^31 - 1
   // blocks.)
